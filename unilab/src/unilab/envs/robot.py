@@ -1,0 +1,108 @@
+"""Named, batched views of one floating-base robot on a :class:`unisim.SimBackend`.
+
+The env compiles the scene's MJCF once (metadata only: joint addresses, limits, body ids); every
+per-step quantity comes from the backend's tensors. Frames: ``_w`` world, ``_b`` base (pelvis).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+import torch
+
+from unilab.utils.math import projected_gravity, quat_rotate_inverse
+from unisim import SimBackend
+
+
+@dataclass(frozen=True)
+class RobotMeta:
+    """Static facts read from the compiled model.
+
+    Attributes:
+        joint_names: the controlled hinge joints, in action order.
+        qpos_adr: (J,) int64 indices of those joints in qpos.
+        qvel_adr: (J,) int64 indices in qvel.
+        actuator_ids: (J,) int64 actuator driving each joint (ctrl index).
+        joint_limits: (J, 2) float32 hard limits, rad.
+        default_qpos: (nq,) float32 qpos of keyframe 0.
+        dt: physics timestep, s.
+    """
+
+    joint_names: tuple[str, ...]
+    qpos_adr: torch.Tensor
+    qvel_adr: torch.Tensor
+    actuator_ids: torch.Tensor
+    joint_limits: torch.Tensor
+    default_qpos: torch.Tensor
+    dt: float
+
+    @classmethod
+    def from_mjcf(cls, mjcf: str, joint_names: tuple[str, ...]) -> "RobotMeta":
+        """Read the metadata of ``joint_names`` from the MJCF text.
+
+        Raises:
+            ValueError: a joint is missing from the model or has no actuator, naming it.
+        """
+        model = mujoco.MjModel.from_xml_string(mjcf)
+        names = [model.joint(i).name for i in range(model.njnt)]
+        missing = [j for j in joint_names if j not in names]
+        if missing:
+            raise ValueError(f"robot model lacks joints {missing}; it has {names}")
+        jids = [model.joint(j).id for j in joint_names]
+        act_of_joint = {int(model.actuator_trnid[a, 0]): a for a in range(model.nu)}
+        no_act = [j for j, jid in zip(joint_names, jids) if jid not in act_of_joint]
+        if no_act:
+            raise ValueError(f"joints {no_act} have no actuator in the robot model")
+        default = model.key_qpos[0] if model.nkey else model.qpos0
+        return cls(
+            joint_names=tuple(joint_names),
+            qpos_adr=torch.as_tensor(model.jnt_qposadr[jids], dtype=torch.long),
+            qvel_adr=torch.as_tensor(model.jnt_dofadr[jids], dtype=torch.long),
+            actuator_ids=torch.as_tensor([act_of_joint[j] for j in jids], dtype=torch.long),
+            joint_limits=torch.as_tensor(np.asarray(model.jnt_range[jids]), dtype=torch.float32),
+            default_qpos=torch.as_tensor(np.asarray(default), dtype=torch.float32),
+            dt=float(model.opt.timestep),
+        )
+
+
+class RobotView:
+    """Per-step robot quantities, refreshed after every backend step or reset.
+
+    Attributes (all float32 on the backend's device):
+        joint_pos: (N, J) rad; joint_vel: (N, J) rad/s.
+        base_pos_w: (N, 3) m; base_quat_w: (N, 4) wxyz.
+        base_lin_vel_b: (N, 3) m/s and base_ang_vel_b: (N, 3) rad/s in the base frame.
+        projected_gravity_b: (N, 3) unit gravity direction in the base frame.
+        body_pos_w, body_quat_w, body_lin_vel_w, body_ang_vel_w: (N, B, ·) for the backend's
+            tracked bodies.
+    """
+
+    def __init__(self, backend: SimBackend, meta: RobotMeta) -> None:
+        self.backend = backend
+        self.meta = meta
+        self.default_joint_pos = meta.default_qpos[meta.qpos_adr].to(backend.device)
+        self.refresh()
+
+    def body_index(self, name: str) -> int:
+        """Index of a tracked body in the ``body_*`` tensors. Raises KeyError listing them."""
+        try:
+            return self.backend.body_names.index(name)
+        except ValueError:
+            raise KeyError(f"body {name!r} is not tracked; tracked: {self.backend.body_names}") from None
+
+    def refresh(self) -> None:
+        """Re-read every quantity from the backend."""
+        qpos, qvel = self.backend.qpos, self.backend.qvel
+        self.joint_pos = qpos[:, self.meta.qpos_adr]
+        self.joint_vel = qvel[:, self.meta.qvel_adr]
+        self.base_pos_w = qpos[:, 0:3]
+        self.base_quat_w = qpos[:, 3:7]
+        # Free joint: qvel[0:3] is the world-frame linear velocity, qvel[3:6] the local angular one.
+        self.base_lin_vel_b = quat_rotate_inverse(self.base_quat_w, qvel[:, 0:3])
+        self.base_ang_vel_b = qvel[:, 3:6]
+        self.projected_gravity_b = projected_gravity(self.base_quat_w)
+        pos, quat, lin, ang = self.backend.body_state()
+        self.body_pos_w, self.body_quat_w = pos, quat
+        self.body_lin_vel_w, self.body_ang_vel_w = lin, ang

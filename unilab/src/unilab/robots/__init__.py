@@ -1,0 +1,1 @@
+"""Robot descriptions built in code (MuJoCo ``MjSpec``)."""

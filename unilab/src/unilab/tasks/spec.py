@@ -1,0 +1,29 @@
+"""What a task registers: its settings model, its env builder and its owner YAML defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import BaseModel
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """How to build a task's env.
+
+    Attributes:
+        config_cls: pydantic model of the task's settings (the ``env.*`` override keys).
+        make_env: ``make_env(cfg, *, backend_cls, num_envs, nthread, cpu_ids, robot_mjcf, seed)
+            -> VecEnv``: builds the env on a backend of the given class.
+        owner_configs: folder of owner YAML defaults, ``<algo>_<sim>.yaml`` and presets
+            ``<algo>_<sim>.<preset>.yaml``, each a mapping of ``algo``/``env``/``sim``/``training``
+            sections applied over the code defaults.
+        description: one line for ``unilab plugins``.
+    """
+
+    config_cls: type[BaseModel]
+    make_env: Callable[..., Any]
+    owner_configs: Path | None = None
+    description: str = ""

@@ -1,0 +1,272 @@
+"""``unilab train``: resolve plugins and config, build env and learner, run, and always leave a
+checkpoint and a truthful ``run_summary.json`` behind.
+
+Nothing touches the disk until the plugins, the whole config, the env and the learner have been
+built: a bad name, key or value exits with one line and no run directory.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import signal
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+
+from unilab import runs
+from unilab.config import ConfigError, build_run_model, owner_config_files, resolve_config
+from unilab.plugins import TASKS
+from unilab_rl.device import resolve_device
+from unilab_rl.registry import ALGORITHMS
+from unisim._registry import BACKENDS
+
+log = logging.getLogger(__name__)
+
+
+class UserError(Exception):
+    """A problem with what the user asked for; the CLI prints it as one line, exit code 2."""
+
+
+class TrainingInterrupted(BaseException):
+    """Raised in the main thread by SIGINT/SIGTERM so that the run saves and exits cleanly."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextmanager
+def _signals_raise() -> Iterator[None]:
+    def handler(signum, frame):  # noqa: ARG001
+        raise TrainingInterrupted(signum)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def _lookup(registry, name: str, flag: str):
+    try:
+        return registry.get(name)
+    except KeyError as exc:
+        raise UserError(f"{flag}: {exc.args[0]}") from None
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, numpy and torch (all devices)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def prepare(algo: str, task: str, sim: str, overrides: list[str], preset: str | None = None):
+    """Resolve the three plugins and the validated run config (no side effects).
+
+    Returns:
+        (algo registration, task registration, backend registration, config)
+
+    Raises:
+        UserError: unknown algo/task/backend/preset, unknown key or invalid value.
+    """
+    backend_reg = _lookup(BACKENDS, sim, "--sim")
+    algo_reg = _lookup(ALGORITHMS, algo, "--algo")
+    task_reg = _lookup(TASKS, task, "--task")
+    model = build_run_model(algo_reg.item.config_cls, task_reg.item.config_cls)
+    try:
+        files = owner_config_files(task_reg.item.owner_configs, algo, sim, preset)
+        cfg = resolve_config(model, files, overrides)
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+    return algo_reg, task_reg, backend_reg, cfg
+
+
+def _algo_config(algo_reg, cfg) -> Any:
+    return algo_reg.item.config_cls(**cfg.algo.model_dump())
+
+
+def train(
+    algo: str,
+    task: str,
+    sim: str,
+    overrides: list[str] | None = None,
+    preset: str | None = None,
+    argv: list[str] | None = None,
+) -> Path:
+    """Train and return the run directory.
+
+    Raises:
+        UserError: bad input, before any run directory exists.
+        TrainingInterrupted: after saving, when SIGINT/SIGTERM stopped the run.
+    """
+    algo_reg, task_reg, backend_reg, cfg = prepare(algo, task, sim, overrides or [], preset)
+    seed_everything(cfg.training.seed)
+    try:
+        device = resolve_device(cfg.training.device)
+    except ValueError as exc:
+        raise UserError(f"training.device: {exc}") from None
+
+    algo_cfg = _algo_config(algo_reg, cfg)
+    try:
+        env = task_reg.item.make_env(
+            cfg.env,
+            backend_cls=backend_reg.item,
+            num_envs=cfg.algo.num_envs,
+            nthread=cfg.sim.nthread,
+            cpu_ids=cfg.sim.cpu_ids,
+            robot_mjcf=cfg.robot.mjcf,
+            seed=cfg.training.seed,
+        )
+    except (ValueError, FileNotFoundError) as exc:
+        raise UserError(f"could not build task {task!r}: {exc}") from None
+
+    try:
+        agent = algo_reg.item.make_agent(env, algo_cfg, device)
+        return _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, device, argv)
+    finally:
+        env.close()
+
+
+def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, device, argv) -> Path:
+    from torch.utils.tensorboard import SummaryWriter
+
+    run_dir = runs.create_run_dir(cfg.training.log_dir, algo, task, sim)
+    plugins = {
+        kind: {"name": reg.name, "distribution": reg.distribution, "version": reg.version}
+        for kind, reg in (("algo", algo_reg), ("task", task_reg), ("sim", backend_reg))
+    }
+    runs.write_json(
+        run_dir / "run_config.json",
+        {
+            "command": argv if argv is not None else sys.argv,
+            "algo": algo,
+            "task": task,
+            "sim": sim,
+            "config": cfg.model_dump(mode="json"),
+            "plugins": plugins,
+            "workspace": runs.workspace_state(),
+            "hardware": runs.hardware_info(),
+        },
+    )
+    summary = runs.RunSummary(
+        run_dir / "run_summary.json",
+        {
+            "algo": algo,
+            "task": task,
+            "sim": sim,
+            "num_envs": env.num_envs,
+            "env_device": str(env.device),
+            "learner_device": str(device),
+            "compile_backend": getattr(agent, "compile_backend", "eager"),
+        },
+    )
+    writer = SummaryWriter(log_dir=str(run_dir))
+    max_iterations = cfg.algo.max_iterations
+    state: dict[str, Any] = {"iteration": 0, "checkpoint": None}
+
+    def save_checkpoint(iteration: int) -> Path:
+        payload = {
+            "iteration": iteration,
+            "agent": agent.state_dict(),
+            "algo": algo,
+            "task": task,
+            "config": cfg.model_dump(mode="json"),
+        }
+        path = run_dir / f"model_{iteration}.pt"
+        tmp = path.with_suffix(".pt.tmp")
+        torch.save(payload, tmp)
+        tmp.replace(path)
+        last = run_dir / "model_last.pt"
+        torch.save(payload, last.with_suffix(".pt.tmp"))
+        last.with_suffix(".pt.tmp").replace(last)
+        state["checkpoint"] = path.name
+        return path
+
+    progress = _progress(cfg.training.progress, max_iterations)
+
+    def on_iteration(iteration: int, metrics: dict[str, float]) -> None:
+        state["iteration"] = iteration
+        if iteration % cfg.training.log_interval == 0 or iteration == max_iterations:
+            for key, value in metrics.items():
+                writer.add_scalar(key, value, iteration)
+        if progress is not None:
+            progress.update(iteration, metrics)
+        if iteration % cfg.training.checkpoint_interval == 0 and iteration < max_iterations:
+            save_checkpoint(iteration)
+            summary.update(iterations=iteration, checkpoint=state["checkpoint"])
+
+    runner = algo_reg.item.make_runner(env, agent)
+    status, error = "normal_completion", None
+    result: dict[str, Any] = {}
+    t0 = time.monotonic()
+    try:
+        with _signals_raise():
+            result = runner.learn(max_iterations, on_iteration=on_iteration)
+    except TrainingInterrupted as exc:
+        status = "interrupted" if exc.signum == signal.SIGINT else "terminated"
+        error = f"stopped by {exc}"
+        raise
+    except Exception as exc:
+        status, error = "error", f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        if progress is not None:
+            progress.close()
+        try:
+            save_checkpoint(state["iteration"] if status != "normal_completion" else max_iterations)
+        except Exception as exc:  # noqa: BLE001 - recorded, the run's own error wins
+            error = (error + "; " if error else "") + f"checkpoint failed: {exc}"
+        if not result:
+            result = getattr(runner, "summary", lambda: {})()
+        writer.flush()
+        writer.close()
+        summary.update(
+            status=status,
+            error=error,
+            checkpoint=state["checkpoint"],
+            ended_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+            learn_wall_time_s=round(time.monotonic() - t0, 3),
+            **result,
+        )
+    return run_dir
+
+
+class _Progress:
+    """A rich progress bar showing iteration, reward and episode length."""
+
+    def __init__(self, total: int) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._p = Progress(
+            TextColumn("[bold]train"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[info]}"),
+        )
+        self._task = self._p.add_task("train", total=total, info="")
+        self._p.start()
+
+    def update(self, iteration: int, metrics: dict[str, float]) -> None:
+        info = "reward {:.2f}  ep len {:.0f}  {:.0f} steps/s".format(
+            metrics.get("Train/mean_reward", float("nan")),
+            metrics.get("Train/mean_episode_length", float("nan")),
+            metrics.get("Perf/total_fps", float("nan")),
+        )
+        self._p.update(self._task, completed=iteration, info=info)
+
+    def close(self) -> None:
+        self._p.stop()
+
+
+def _progress(flag: bool | None, total: int) -> _Progress | None:
+    show = sys.stdout.isatty() if flag is None else flag
+    return _Progress(total) if show else None

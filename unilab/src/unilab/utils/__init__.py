@@ -1,0 +1,1 @@
+"""Small torch helpers shared by envs and tasks."""

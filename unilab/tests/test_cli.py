@@ -1,0 +1,63 @@
+"""The `unilab` command as a user runs it: bad input gives one line, exit 2, no run directory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+UNILAB = str(Path(sys.executable).parent / "unilab")
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, UNILAB_STRICT_PLUGINS="1")
+    return subprocess.run(
+        [UNILAB, *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=env
+    )
+
+
+BASE = ["train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco"]
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["train", "--algo", "sac", "--task", "g1_fly", "--sim", "mujoco"],
+         ["--task", "unknown task 'g1_fly'", "g1_walk_flat"]),
+        (["train", "--algo", "ppo2", "--task", "g1_walk_flat", "--sim", "mujoco"],
+         ["--algo", "unknown algorithm 'ppo2'", "sac"]),
+        (["train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "isaac"],
+         ["--sim", "unknown backend 'isaac'", "mujoco"]),
+        ([*BASE, "algo.max_iteration=5"],
+         ["unknown key 'algo.max_iteration'", "did you mean 'algo.max_iterations'"]),
+        ([*BASE, "algo.num_envs=abc"], ["algo.num_envs", "'abc'", "integer"]),
+        ([*BASE, "--preset", "huge"], ["unknown preset 'huge'", "laptop"]),
+    ],
+    ids=["task", "algo", "backend", "key", "type", "preset"],
+)
+def test_bad_input_is_one_clear_line(tmp_path, args, expected):
+    result = run_cli(*args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    for text in expected:
+        assert text in lines[0]
+    assert "Traceback" not in result.stderr + result.stdout
+    assert list(tmp_path.iterdir()) == [], "bad input must not write a run directory"
+
+
+def test_plugins_lists_builtins_with_distribution(tmp_path):
+    result = run_cli("plugins", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for kind, name, dist in [
+        ("backend", "mujoco", "unisim"),
+        ("algorithm", "sac", "unilab-rl"),
+        ("task", "g1_walk_flat", "unilab"),
+    ]:
+        row = next((ln for ln in out.splitlines() if f" {name} " in ln), "")
+        assert kind in row and dist in row and "0.1.0" in row, out

@@ -1,0 +1,104 @@
+"""Config layering and validation: unknown keys and bad values fail with one precise message."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from unilab.config import (
+    ConfigError,
+    build_run_model,
+    deep_merge,
+    owner_config_files,
+    parse_overrides,
+    resolve_config,
+)
+from unilab.tasks.g1_walk_flat.config import G1WalkFlatConfig
+
+
+@dataclass
+class _AlgoCfg:
+    num_envs: int = 16
+    max_iterations: int = 10
+    gamma: float = 0.97
+    hidden: tuple[int, ...] = (64, 64)
+
+
+@pytest.fixture()
+def model():
+    return build_run_model(_AlgoCfg, G1WalkFlatConfig)
+
+
+def test_overrides_parse_yaml_values():
+    tree = parse_overrides(["algo.num_envs=8", "training.no_play=true", "env.commands.lin_vel_x=[0, 1]"])
+    assert tree == {
+        "algo": {"num_envs": 8},
+        "training": {"no_play": True},
+        "env": {"commands": {"lin_vel_x": [0, 1]}},
+    }
+
+
+def test_override_without_equals_is_rejected():
+    with pytest.raises(ConfigError, match="key.sub=value"):
+        parse_overrides(["algo.num_envs"])
+
+
+def test_deep_merge_keeps_untouched_keys():
+    assert deep_merge({"a": {"b": 1, "c": 2}}, {"a": {"c": 3}}) == {"a": {"b": 1, "c": 3}}
+
+
+def test_defaults_and_overrides_are_applied(model):
+    cfg = resolve_config(model, [], ["algo.num_envs=8", "env.rewards.upright=0.5", "training.seed=7"])
+    assert cfg.algo.num_envs == 8
+    assert cfg.algo.max_iterations == 10
+    assert cfg.env.rewards.upright == 0.5
+    assert cfg.training.seed == 7
+    assert cfg.training.log_dir == "logs"
+
+
+def test_unknown_key_names_the_closest_valid_key(model):
+    with pytest.raises(ConfigError) as err:
+        resolve_config(model, [], ["algo.max_iteration=5"])
+    msg = str(err.value)
+    assert "'algo.max_iteration'" in msg and "did you mean 'algo.max_iterations'" in msg
+
+
+def test_unknown_nested_key(model):
+    with pytest.raises(ConfigError, match="did you mean 'env.rewards.upright'"):
+        resolve_config(model, [], ["env.rewards.uprigth=1.0"])
+
+
+def test_unknown_section(model):
+    with pytest.raises(ConfigError, match="unknown key 'trainig.seed'.*'training.seed'"):
+        resolve_config(model, [], ["trainig.seed=1"])
+
+
+def test_wrong_type_names_key_value_and_expectation(model):
+    with pytest.raises(ConfigError) as err:
+        resolve_config(model, [], ["algo.num_envs=abc"])
+    msg = str(err.value)
+    assert "algo.num_envs" in msg and "'abc'" in msg and "integer" in msg
+
+
+def test_constraint_violation_is_reported(model):
+    with pytest.raises(ConfigError, match="env.commands.standing_fraction"):
+        resolve_config(model, [], ["env.commands.standing_fraction=1.5"])
+
+
+def test_owner_yaml_layers_and_is_checked(tmp_path, model):
+    (tmp_path / "sac_mujoco.yaml").write_text("algo:\n  num_envs: 32\n  gamma: 0.9\n")
+    (tmp_path / "sac_mujoco.small.yaml").write_text("algo:\n  num_envs: 4\n")
+    files = owner_config_files(tmp_path, "sac", "mujoco", "small")
+    cfg = resolve_config(model, files, ["algo.gamma=0.95"])
+    assert (cfg.algo.num_envs, cfg.algo.gamma) == (4, 0.95)
+
+    (tmp_path / "sac_mujoco.bad.yaml").write_text("algo:\n  num_env: 4\n")
+    with pytest.raises(ConfigError, match="sac_mujoco.bad.yaml.*did you mean 'algo.num_envs'"):
+        resolve_config(model, owner_config_files(tmp_path, "sac", "mujoco", "bad"), [])
+
+
+def test_unknown_preset_lists_valid_presets(tmp_path):
+    (tmp_path / "sac_mujoco.laptop.yaml").write_text("{}\n")
+    with pytest.raises(ConfigError, match="unknown preset 'huge'.*valid presets: laptop"):
+        owner_config_files(tmp_path, "sac", "mujoco", "huge")

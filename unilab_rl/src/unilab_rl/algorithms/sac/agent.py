@@ -1,0 +1,323 @@
+"""The SAC learner: networks, targets, optimizers, normalizers and replay buffer in one object.
+
+The math lives in :mod:`unilab_rl.algorithms.sac.update`; this file holds state and wiring.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+import math
+from typing import Any
+
+import torch
+from torch import nn
+
+from unilab_rl.algorithms.sac import update as sac_update
+from unilab_rl.algorithms.sac.config import SACConfig
+from unilab_rl.algorithms.sac.networks import Actor, Critic, DeterministicPolicy
+from unilab_rl.normalizer import RunningMeanStd
+from unilab_rl.replay import ReplayBuffer
+from unilab_rl.vecenv import VecEnv
+
+logger = logging.getLogger(__name__)
+
+
+class SAC:
+    """Soft Actor-Critic (Haarnoja et al. 2018, arXiv 1801.01290 / 1812.05905) with automatic
+    temperature, twin critics with Polyak-averaged targets, delayed actor updates (FastSAC,
+    arXiv 2512.01996) and a replay buffer on the learner device.
+
+    Observation groups: the actor reads ``"actor"``; the critics read ``"critic"`` when the env
+    has that group (asymmetric actor-critic), else ``"actor"``. Both are stored raw in the buffer
+    and normalized with running statistics at use time (:attr:`obs_normalizers`).
+
+    Args:
+        env: the vector env to train on (only its sizes, action box and device are read here).
+        cfg: hyperparameters; copied, never mutated.
+        device: learner device; ``None`` resolves ``cfg.device`` with
+            :func:`unilab_rl.device.resolve_device`.
+
+    Attributes:
+        actor, critic, critic_target: the networks (:class:`Actor`, :class:`Critic`).
+        log_alpha: () float32 leaf tensor, log of the temperature.
+        target_entropy: float, ``-cfg.target_entropy_scale * num_actions``.
+        obs_normalizers: ``nn.ModuleDict`` group -> :class:`RunningMeanStd` (empty when
+            ``cfg.obs_normalization`` is False).
+        replay: the :class:`ReplayBuffer` (not part of :meth:`state_dict`).
+        iteration: iterations completed, maintained by the runner; saved in checkpoints.
+        num_critic_updates: gradient steps taken on the critics so far.
+        compile_backend: ``"inductor"`` when the update steps run through ``torch.compile``,
+            ``"eager"`` otherwise.
+
+    Raises:
+        ValueError: the env has no ``"actor"`` group, its action box is malformed, or its sizes
+            disagree.
+        unilab_rl.device.DeviceUnavailableError: ``cfg.device`` names a missing device.
+    """
+
+    def __init__(self, env: VecEnv, cfg: SACConfig, device: torch.device | str | None = None) -> None:
+        from unilab_rl.device import resolve_device  # local: keeps the import graph flat
+
+        self.cfg = dataclasses.replace(cfg)
+        cfg = self.cfg
+        self.device = resolve_device(cfg.device if device is None else device)
+        self.env_device = torch.device(env.device)
+        self.num_envs = env.num_envs
+        self.num_actions = env.num_actions
+        if "actor" not in env.obs_dims:
+            raise ValueError(f"SAC needs an 'actor' observation group; the env has {sorted(env.obs_dims)}")
+        if tuple(env.action_low.shape) != (env.num_actions,) or tuple(env.action_high.shape) != (env.num_actions,):
+            raise ValueError(
+                f"env.action_low/high must be ({env.num_actions},), got "
+                f"{tuple(env.action_low.shape)} and {tuple(env.action_high.shape)}"
+            )
+        if cfg.num_envs != env.num_envs:
+            logger.warning("SACConfig.num_envs=%d but the env has %d envs; using the env's", cfg.num_envs, env.num_envs)
+        self.actor_group = "actor"
+        self.critic_group = "critic" if "critic" in env.obs_dims else "actor"
+        obs_dims = {g: env.obs_dims[g] for g in dict.fromkeys((self.actor_group, self.critic_group))}
+        self.action_low = env.action_low.detach().to(self.device, torch.float32)
+        self.action_high = env.action_high.detach().to(self.device, torch.float32)
+
+        # Networks and targets.
+        self.actor = Actor(
+            obs_dims[self.actor_group], self.action_low, self.action_high, cfg.actor_hidden,
+            cfg.log_std_min, cfg.log_std_max,
+        ).to(self.device)
+        self.critic = Critic(obs_dims[self.critic_group], self.action_low, self.action_high, cfg.critic_hidden).to(
+            self.device
+        )
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self.log_alpha = torch.tensor(math.log(cfg.init_alpha), device=self.device, requires_grad=True)
+        self.target_entropy = -cfg.target_entropy_scale * self.num_actions
+
+        # Optimizers (AdamW everywhere; no weight decay on log_alpha).
+        fused = self.device.type == "cuda"
+        self.actor_optimizer = torch.optim.AdamW(
+            self.actor.parameters(), lr=cfg.actor_lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay, fused=fused
+        )
+        self.critic_optimizer = torch.optim.AdamW(
+            self.critic.parameters(), lr=cfg.critic_lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay, fused=fused
+        )
+        self.alpha_optimizer = torch.optim.AdamW([self.log_alpha], lr=cfg.alpha_lr, betas=cfg.adam_betas, weight_decay=0.0)
+
+        # Observation normalizers and replay.
+        self.obs_normalizers = nn.ModuleDict()
+        if cfg.obs_normalization:
+            for group, dim in obs_dims.items():
+                self.obs_normalizers[group] = RunningMeanStd(
+                    dim, eps=cfg.obs_norm_eps, clip=cfg.obs_clip, device=self.device
+                )
+        self.replay = ReplayBuffer(cfg.buffer_size_per_env * self.num_envs, obs_dims, self.num_actions, self.device)
+
+        self.iteration = 0
+        self.num_critic_updates = 0
+        self._setup_compile()
+
+    # -- Acting -----------------------------------------------------------------------------
+
+    def normalize(self, group: str, obs: torch.Tensor) -> torch.Tensor:
+        """Normalize (N, d) observations of ``group`` with the running statistics (identity when off)."""
+        return self.obs_normalizers[group](obs) if group in self.obs_normalizers else obs
+
+    @torch.no_grad()
+    def act(self, obs_actor: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
+        """Actions for a batch of actor observations.
+
+        Args:
+            obs_actor: (N, obs_dims["actor"]) float32, on any device.
+            deterministic: ``centre + half_range * tanh(mean)`` instead of a sample.
+
+        Returns:
+            (N, A) float32 on the env device, within ``[action_low, action_high]``.
+        """
+        obs = self.normalize(self.actor_group, obs_actor.to(self.device, torch.float32))
+        if deterministic:
+            actions = self.actor.deterministic_action(obs)
+        else:
+            actions, _ = self.actor.sample(obs)
+        return actions.to(self.env_device)
+
+    def random_actions(self, num: int) -> torch.Tensor:
+        """(num, A) float32 actions uniform in the action box, on the env device (warm-up exploration)."""
+        u = torch.rand(num, self.num_actions, device=self.device)
+        return (self.action_low + (self.action_high - self.action_low) * u).to(self.env_device)
+
+    def inference_policy(self) -> DeterministicPolicy:
+        """A module mapping raw actor observations (B, Da) to deterministic actions (B, A); shares weights."""
+        return DeterministicPolicy(self.actor, self.obs_normalizers[self.actor_group] if self.obs_normalizers else None)
+
+    # -- Storing ----------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def store(
+        self,
+        obs: dict[str, torch.Tensor],
+        actions: torch.Tensor,
+        rewards: torch.Tensor,
+        terminated: torch.Tensor,
+        next_obs: dict[str, torch.Tensor],
+    ) -> None:
+        """Add one env step of all envs to the replay buffer and update the observation statistics.
+
+        Args:
+            obs: group -> (N, d) observations the actions were taken in.
+            actions: (N, A) actions sent to the env.
+            rewards: (N,) float32.
+            terminated: (N,) bool, terminal states only (truncation is not termination).
+            next_obs: group -> (N, d), the env's ``extras["final_obs"]`` (pre-reset observation).
+
+        Tensors may be on the env device; they are moved to the learner device once.
+        """
+        groups = self.replay.obs_dims
+        obs = {g: obs[g].to(self.device) for g in groups}
+        next_obs = {g: next_obs[g].to(self.device) for g in groups}
+        for group, normalizer in self.obs_normalizers.items():
+            normalizer.update(obs[group])
+        self.replay.add(obs, actions, rewards, terminated, next_obs)
+
+    # -- Learning ---------------------------------------------------------------------------
+
+    def _critic_step(
+        self,
+        critic_obs: torch.Tensor,  # (B, Dc) raw
+        actions: torch.Tensor,  # (B, A)
+        rewards: torch.Tensor,  # (B,)
+        terminated: torch.Tensor,  # (B,) bool
+        next_actor_obs: torch.Tensor,  # (B, Da) raw
+        next_critic_obs: torch.Tensor,  # (B, Dc) raw
+    ) -> dict[str, torch.Tensor]:
+        cfg = self.cfg
+        out = sac_update.update_critic(
+            self.actor, self.critic, self.critic_target, self.critic_optimizer,
+            self.normalize(self.critic_group, critic_obs), actions, rewards, terminated,
+            self.normalize(self.actor_group, next_actor_obs), self.normalize(self.critic_group, next_critic_obs),
+            self.log_alpha.detach().exp(), cfg.gamma, cfg.critic_reduction, cfg.max_grad_norm,
+        )
+        sac_update.polyak_update(self.critic_target.parameters(), self.critic.parameters(), cfg.tau)
+        return out
+
+    def _actor_step(self, actor_obs: torch.Tensor, critic_obs: torch.Tensor) -> dict[str, torch.Tensor]:
+        cfg = self.cfg
+        out = sac_update.update_actor(
+            self.actor, self.critic, self.actor_optimizer,
+            self.normalize(self.actor_group, actor_obs), self.normalize(self.critic_group, critic_obs),
+            self.log_alpha.detach().exp(), cfg.critic_reduction, cfg.max_grad_norm,
+        )
+        log_pi = out.pop("log_pi")
+        out |= sac_update.update_temperature(self.log_alpha, self.alpha_optimizer, log_pi, self.target_entropy)
+        return out
+
+    def _setup_compile(self) -> None:
+        use = self.cfg.use_compile
+        want = use is True or (use == "auto" and self.device.type == "cuda")
+        self.compile_backend = "inductor" if want else "eager"
+        if want:
+            self._critic_step_fn = torch.compile(self._critic_step)
+            self._actor_step_fn = torch.compile(self._actor_step)
+        else:
+            self._critic_step_fn = self._critic_step
+            self._actor_step_fn = self._actor_step
+
+    def update(self) -> dict[str, float]:
+        """Run ``cfg.num_updates`` critic updates (and every ``policy_frequency``-th an actor and
+        temperature update), each on a fresh uniform batch of ``cfg.batch_size`` transitions.
+
+        Synchronizes with the device once, at the end.
+
+        Returns:
+            ``"Loss/critic"``, ``"Critic/mean_q"`` (means over this call's critic updates) and, when an
+            actor update happened in this call, ``"Loss/actor"``, ``"Loss/alpha"``,
+            ``"Policy/entropy"`` (means) and ``"Policy/alpha"`` (after the last update).
+
+        Raises:
+            ValueError: the replay buffer is empty.
+        """
+        cfg = self.cfg
+        a, c = self.actor_group, self.critic_group
+        critic_outs: list[dict[str, torch.Tensor]] = []
+        actor_outs: list[dict[str, torch.Tensor]] = []
+        for _ in range(cfg.num_updates):
+            batch = self.replay.sample(cfg.batch_size)
+            critic_outs.append(
+                self._critic_step_fn(
+                    batch.obs[c], batch.actions, batch.rewards, batch.terminated, batch.next_obs[a], batch.next_obs[c]
+                )
+            )
+            self.num_critic_updates += 1
+            if self.num_critic_updates % cfg.policy_frequency == 0:
+                actor_outs.append(self._actor_step_fn(batch.obs[a], batch.obs[c]))
+
+        # One host sync for all metrics of this call.
+        names: list[str] = ["Loss/critic", "Critic/mean_q"]
+        values = [
+            torch.stack([o["critic_loss"] for o in critic_outs]).mean(),
+            torch.stack([(o["qf1"] + o["qf2"]) / 2 for o in critic_outs]).mean(),
+        ]
+        if actor_outs:
+            names += ["Loss/actor", "Loss/alpha", "Policy/entropy", "Policy/alpha"]
+            values += [
+                torch.stack([o["actor_loss"] for o in actor_outs]).mean(),
+                torch.stack([o["alpha_loss"] for o in actor_outs]).mean(),
+                torch.stack([o["entropy"] for o in actor_outs]).mean(),
+                actor_outs[-1]["alpha"],
+            ]
+        return dict(zip(names, torch.stack(values).tolist()))
+
+    @property
+    def alpha(self) -> float:
+        """Current temperature ``exp(log_alpha)`` (synchronizes)."""
+        return float(self.log_alpha.detach().exp())
+
+    # -- Checkpoints ------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume learning, except the replay buffer (too large; refilled).
+
+        Returns:
+            dict with ``actor``, ``critic``, ``critic_target``, ``log_alpha``, ``actor_optimizer``,
+            ``critic_optimizer``, ``alpha_optimizer``, ``obs_normalizers``, ``iteration``,
+            ``num_critic_updates`` and (informative only, not read back) ``config``.
+        """
+        return {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "critic_target": self.critic_target.state_dict(),
+            "log_alpha": self.log_alpha.detach().clone(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "alpha_optimizer": self.alpha_optimizer.state_dict(),
+            "obs_normalizers": self.obs_normalizers.state_dict(),
+            "iteration": self.iteration,
+            "num_critic_updates": self.num_critic_updates,
+            "config": dataclasses.asdict(self.cfg),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore from :meth:`state_dict` (tensors may be on any device).
+
+        Raises:
+            KeyError: a required entry is missing.
+            RuntimeError: a network's shapes differ (from ``nn.Module.load_state_dict``).
+        """
+        self.actor.load_state_dict(state["actor"])
+        self.critic.load_state_dict(state["critic"])
+        self.critic_target.load_state_dict(state["critic_target"])
+        with torch.no_grad():
+            self.log_alpha.copy_(state["log_alpha"])
+        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.alpha_optimizer.load_state_dict(state["alpha_optimizer"])
+        self.obs_normalizers.load_state_dict(state["obs_normalizers"])
+        self.iteration = int(state["iteration"])
+        self.num_critic_updates = int(state["num_critic_updates"])
+
+
+def make(env: VecEnv, cfg: SACConfig, device: torch.device | str | None = None) -> SAC:
+    """Factory with the uniform algorithm signature ``(env, cfg, device) -> learner``."""
+    return SAC(env, cfg, device)
+
+
+__all__ = ["SAC", "make"]

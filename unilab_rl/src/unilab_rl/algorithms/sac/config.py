@@ -1,0 +1,145 @@
+"""Settings of plain SAC.
+
+Defaults are the project's recommendation for G1 (``shared/research/algorithms.md`` section 6,
+"Plain SAC"): the textbook SAC core (Haarnoja et al. 2018, arXiv 1801.01290 and 1812.05905),
+tuned with the numbers of FastSAC (Seo et al., arXiv 2512.01996; holosoma preset
+``g1_29dof_fast_sac``, algorithms.md 2.2) and the UniLab SAC CPU-MuJoCo run (algorithms.md 3).
+A stdlib dataclass on purpose: unilab_rl depends on torch only; the CLI validates it elsewhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass
+class SACConfig:
+    """Hyperparameters of :class:`unilab_rl.algorithms.sac.SAC` and its runner loop."""
+
+    # -- Scale ------------------------------------------------------------------------------
+    num_envs: int = 1024
+    """Parallel environments the env is built with (read by the caller that builds the env;
+    the learner itself takes the env's ``num_envs``). algorithms.md 6: 1024-2048."""
+    max_iterations: int = 1000
+    """Iterations to train. One iteration = one env step of all envs + its gradient updates."""
+    learning_starts: int = 10
+    """Iterations of uniform-random actions at the start of training; gradient updates begin
+    once the buffer holds ``learning_starts * num_envs`` transitions (FastTD3/FastSAC use 10)."""
+
+    # -- Replay and updates -----------------------------------------------------------------
+    buffer_size_per_env: int = 1024
+    """Replay capacity per env; total capacity = ``buffer_size_per_env * num_envs``
+    (FastSAC: 1024 per env, about 4.2 M at 4096 envs)."""
+    batch_size: int = 8192
+    """Transitions per gradient update (FastSAC, UniLab SAC: 8192)."""
+    num_updates: int = 8
+    """Critic updates per iteration (FastSAC: 8; replay ratio = ``num_updates * batch_size /
+    num_envs``; keep it at 16-32 when ``num_envs`` changes, algorithms.md 6)."""
+    policy_frequency: int = 4
+    """Actor (and temperature) updated once every this many critic updates (FastSAC: 4, i.e. 2
+    actor updates per 8 critic updates). Counted across iterations."""
+
+    # -- Returns and targets ----------------------------------------------------------------
+    gamma: float = 0.97
+    """Discount (FastSAC, MJP and UniLab G1 at 50 Hz control: 0.97)."""
+    tau: float = 0.125
+    """Polyak rate of the target critics, ``target <- (1 - tau) target + tau online``, applied
+    after every critic update (FastSAC: 0.125, validated with a C51 critic and mean-Q;
+    algorithms.md 6 suggests 0.005-0.05 for a scalar min-Q critic: retune if it diverges)."""
+    critic_reduction: Literal["min", "mean"] = "min"
+    """How the two Q estimates are combined in the target and the actor loss: ``"min"``
+    is the textbook clipped double-Q (Fujimoto et al. 2018, arXiv 1802.09477; SAC 1812.05905),
+    ``"mean"`` is FastSAC's (algorithms.md 2.2: "no clipped double-Q ... the actor uses the mean")."""
+
+    # -- Optimizers -------------------------------------------------------------------------
+    actor_lr: float = 3e-4
+    """AdamW learning rate of the actor (FastSAC: 3e-4)."""
+    critic_lr: float = 3e-4
+    """AdamW learning rate of the critics (FastSAC: 3e-4)."""
+    alpha_lr: float = 3e-4
+    """Adam learning rate of ``log_alpha`` (FastSAC: 3e-4)."""
+    adam_betas: tuple[float, float] = (0.9, 0.95)
+    """Adam(W) betas for all three optimizers (FastSAC: (0.9, 0.95))."""
+    weight_decay: float = 1e-3
+    """AdamW weight decay of the actor and critics (FastSAC: 1e-3). ``log_alpha`` gets none: decay
+    would pull alpha towards 1."""
+    max_grad_norm: float = 0.0
+    """Clip the actor and critic gradient norms to this; 0 disables (FastSAC: off)."""
+
+    # -- Networks ---------------------------------------------------------------------------
+    actor_hidden: tuple[int, ...] = (512, 256, 128)
+    """Actor MLP widths, each Linear -> LayerNorm -> SiLU (FastSAC: 512-256-128)."""
+    critic_hidden: tuple[int, ...] = (768, 384, 192)
+    """Widths of each of the two Q MLPs, each Linear -> LayerNorm -> SiLU (FastSAC: 768-384-192)."""
+    log_std_min: float = -5.0
+    """Lower bound of the actor's pre-tanh log std (FastSAC: -5)."""
+    log_std_max: float = 0.0
+    """Upper bound of the actor's pre-tanh log std (FastSAC: 0). With zero-initialized heads the
+    initial log std is the midpoint (-2.5, std 0.08): a small initial sigma (algorithms.md 3)."""
+
+    # -- Entropy ----------------------------------------------------------------------------
+    init_alpha: float = 1e-3
+    """Initial temperature alpha (FastSAC and UniLab SAC: 1e-3); tuned automatically after."""
+    target_entropy_scale: float = 0.0
+    """Target entropy is ``-target_entropy_scale * |A|`` in nats, with the log-probability of the
+    action in the env's units (tanh and box Jacobians included). 1.0 is the textbook heuristic
+    ``-dim(A)`` (Haarnoja et al. 2018, arXiv 1812.05905, section 5); 0.0 is FastSAC's choice
+    (holosoma ``target_entropy_ratio = 0``, algorithms.md 2.2), which keeps more exploration
+    for the small initial sigma. Default 0.0, since the other defaults are FastSAC's."""
+
+    # -- Observations -----------------------------------------------------------------------
+    obs_normalization: bool = True
+    """Normalize actor and critic inputs with running mean/std (FastSAC: on)."""
+    obs_norm_eps: float = 1e-2
+    """Added to the running std (FastSAC: 1e-2)."""
+    obs_clip: float = 5.0
+    """Normalized observations are clamped to ``[-obs_clip, obs_clip]``."""
+
+    # -- Execution --------------------------------------------------------------------------
+    device: str = "auto"
+    """Learner device: ``"auto"`` (cuda, xpu, mps, then cpu with a warning) or a name such as
+    ``"cuda:1"``; a named device the machine lacks is an error."""
+    use_compile: bool | Literal["auto"] = "auto"
+    """``torch.compile`` the update steps: ``"auto"`` compiles on CUDA only and runs eagerly
+    elsewhere; ``True`` compiles on any device; ``False`` never compiles."""
+
+    def __post_init__(self) -> None:
+        """Check value ranges.
+
+        Raises:
+            ValueError: naming the first field out of range and its value.
+        """
+        positive = ("num_envs", "max_iterations", "buffer_size_per_env", "batch_size", "num_updates",
+                    "policy_frequency")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"SACConfig.{name} must be >= 1, got {getattr(self, name)!r}")
+        nonnegative = ("learning_starts", "weight_decay", "max_grad_norm", "target_entropy_scale")
+        for name in nonnegative:
+            if getattr(self, name) < 0:
+                raise ValueError(f"SACConfig.{name} must be >= 0, got {getattr(self, name)!r}")
+        for name in ("actor_lr", "critic_lr", "alpha_lr", "init_alpha", "obs_norm_eps", "obs_clip"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"SACConfig.{name} must be > 0, got {getattr(self, name)!r}")
+        if not 0.0 <= self.gamma <= 1.0:
+            raise ValueError(f"SACConfig.gamma must be in [0, 1], got {self.gamma!r}")
+        if not 0.0 < self.tau <= 1.0:
+            raise ValueError(f"SACConfig.tau must be in (0, 1], got {self.tau!r}")
+        if not self.log_std_min < self.log_std_max:
+            raise ValueError(
+                f"SACConfig.log_std_min must be < log_std_max, got {self.log_std_min!r} >= {self.log_std_max!r}"
+            )
+        if self.critic_reduction not in ("min", "mean"):
+            raise ValueError(f"SACConfig.critic_reduction must be 'min' or 'mean', got {self.critic_reduction!r}")
+        if self.use_compile not in (True, False, "auto"):
+            raise ValueError(f"SACConfig.use_compile must be True, False or 'auto', got {self.use_compile!r}")
+        if len(self.adam_betas) != 2 or not all(0.0 <= b < 1.0 for b in self.adam_betas):
+            raise ValueError(f"SACConfig.adam_betas must be two values in [0, 1), got {self.adam_betas!r}")
+        for name in ("actor_hidden", "critic_hidden"):
+            widths = getattr(self, name)
+            if len(widths) == 0 or any(w < 1 for w in widths):
+                raise ValueError(f"SACConfig.{name} must be a non-empty tuple of widths >= 1, got {widths!r}")
+
+
+__all__ = ["SACConfig"]

@@ -1,0 +1,227 @@
+"""SAC networks: a tanh-squashed Gaussian actor and twin soft Q critics.
+
+Layers are ``Linear -> LayerNorm -> SiLU`` as in FastSAC (``shared/research/algorithms.md`` 2.2);
+the actor's mean and log-std heads start at zero, so the first policy is centred in the action box
+with a small std.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from unilab_rl.normalizer import RunningMeanStd
+
+_LOG_2 = math.log(2.0)
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def mlp(in_dim: int, hidden: Sequence[int]) -> nn.Sequential:
+    """``Linear -> LayerNorm -> SiLU`` for each width in ``hidden``; output size ``hidden[-1]``."""
+    layers: list[nn.Module] = []
+    for width in hidden:
+        layers += [nn.Linear(in_dim, width), nn.LayerNorm(width), nn.SiLU()]
+        in_dim = width
+    return nn.Sequential(*layers)
+
+
+def _box(action_low: torch.Tensor, action_high: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Centre and half-width, each (A,) float32, of the box ``[low, high]``.
+
+    Raises:
+        ValueError: shapes differ, a bound is not finite, or ``high <= low`` somewhere.
+    """
+    low = torch.as_tensor(action_low, dtype=torch.float32).detach().cpu()
+    high = torch.as_tensor(action_high, dtype=torch.float32).detach().cpu()
+    if low.ndim != 1 or low.shape != high.shape:
+        raise ValueError(f"action_low and action_high must both be (A,), got {tuple(low.shape)} and {tuple(high.shape)}")
+    if not (torch.isfinite(low).all() and torch.isfinite(high).all()):
+        raise ValueError("action bounds must be finite: SAC squashes actions into a bounded box")
+    if not (high > low).all():
+        bad = torch.nonzero(high <= low).flatten().tolist()
+        raise ValueError(f"action_high must exceed action_low in every dimension; it does not at {bad}")
+    return (high + low) / 2, (high - low) / 2
+
+
+def squashed_gaussian_log_prob(
+    u: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor, half_range: torch.Tensor
+) -> torch.Tensor:
+    """Log-density of ``a = centre + half_range * tanh(u)`` with ``u ~ N(mean, exp(log_std)^2)``.
+
+    Change of variables (Haarnoja et al. 2018, arXiv 1801.01290, appendix C, eq. 21, extended by
+    the affine map to the box as in cleanrl's and FastSAC's ``log(action_scale * (1 - y^2))``)::
+
+        log pi(a) = sum_i [ log N(u_i; mean_i, std_i) - log(1 - tanh(u_i)^2) - log(half_range_i) ]
+
+    with the numerically stable ``log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u))``
+    (as in Spinning Up's SAC).
+
+    Args:
+        u: (..., A) pre-tanh sample.
+        mean: (..., A) Gaussian mean.
+        log_std: (..., A) Gaussian log std.
+        half_range: (A,) half-widths of the action box.
+
+    Returns:
+        (...,) log-density of the action, in nats, w.r.t. Lebesgue measure in the env's units.
+    """
+    gaussian = -0.5 * ((u - mean) * torch.exp(-log_std)).square() - log_std - _LOG_SQRT_2PI  # (..., A)
+    log_det_tanh = 2.0 * (_LOG_2 - u - nn.functional.softplus(-2.0 * u))  # (..., A)
+    return (gaussian - log_det_tanh - torch.log(half_range)).sum(-1)
+
+
+class Actor(nn.Module):
+    """Tanh-squashed diagonal Gaussian policy mapped onto the env's action box.
+
+    ``log_std = log_std_min + (log_std_max - log_std_min) * (tanh(raw) + 1) / 2`` keeps the std
+    bounded and smooth (cleanrl / FastSAC); the action is ``centre + half_range * tanh(u)``.
+
+    Args:
+        obs_dim: actor observation size (already normalized by the caller).
+        action_low, action_high: (A,) bounds of the env's action box.
+        hidden: MLP widths.
+        log_std_min, log_std_max: bounds of the pre-tanh log std.
+
+    Raises:
+        ValueError: bad action bounds (see :func:`_box`).
+    """
+
+    action_centre: torch.Tensor
+    action_half_range: torch.Tensor
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_low: torch.Tensor,
+        action_high: torch.Tensor,
+        hidden: Sequence[int] = (512, 256, 128),
+        log_std_min: float = -5.0,
+        log_std_max: float = 0.0,
+    ) -> None:
+        super().__init__()
+        centre, half_range = _box(action_low, action_high)
+        num_actions = centre.shape[0]
+        self.trunk = mlp(obs_dim, hidden)
+        self.mean_head = nn.Linear(hidden[-1], num_actions)
+        self.log_std_head = nn.Linear(hidden[-1], num_actions)
+        for head in (self.mean_head, self.log_std_head):  # FastSAC: zero-initialized heads
+            nn.init.zeros_(head.weight)
+            nn.init.zeros_(head.bias)
+        self.log_std_min = log_std_min
+        self.log_std_max = log_std_max
+        self.register_buffer("action_centre", centre)
+        self.register_buffer("action_half_range", half_range)
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Gaussian parameters before the squash.
+
+        Args:
+            obs: (B, obs_dim) float32.
+
+        Returns:
+            mean: (B, A); log_std: (B, A) in ``[log_std_min, log_std_max]``.
+        """
+        h = self.trunk(obs)  # (B, hidden[-1])
+        mean = self.mean_head(h)
+        log_std = torch.tanh(self.log_std_head(h))
+        log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (log_std + 1.0)
+        return mean, log_std
+
+    def squash(self, u: torch.Tensor) -> torch.Tensor:
+        """Map pre-tanh values (B, A) into the action box."""
+        return self.action_centre + self.action_half_range * torch.tanh(u)
+
+    def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reparameterized sample and its log-probability.
+
+        Args:
+            obs: (B, obs_dim) float32.
+
+        Returns:
+            action: (B, A) float32 inside ``[action_low, action_high]`` (up to float rounding at the
+                faces); log_prob: (B,) float32 log pi(action | obs), see
+                :func:`squashed_gaussian_log_prob`. Both differentiable w.r.t. the parameters.
+        """
+        mean, log_std = self(obs)
+        u = mean + torch.exp(log_std) * torch.randn_like(mean)  # (B, A) reparameterization trick
+        log_prob = squashed_gaussian_log_prob(u, mean, log_std, self.action_half_range)  # (B,)
+        return self.squash(u), log_prob
+
+    def deterministic_action(self, obs: torch.Tensor) -> torch.Tensor:
+        """Evaluation action ``centre + half_range * tanh(mean)``, (B, A) float32."""
+        mean, _ = self(obs)
+        return self.squash(mean)
+
+
+class Critic(nn.Module):
+    """Twin soft Q-functions ``Q1(s, a)``, ``Q2(s, a)`` (Haarnoja et al. 2018, arXiv 1812.05905).
+
+    Actions are rescaled from the env's box to ``[-1, 1]`` before entering the MLPs, so their
+    scale matches the normalized observations whatever the env's units.
+
+    Args:
+        obs_dim: critic observation size (already normalized by the caller).
+        action_low, action_high: (A,) bounds of the env's action box.
+        hidden: widths of each Q MLP.
+
+    Raises:
+        ValueError: bad action bounds.
+    """
+
+    action_centre: torch.Tensor
+    action_half_range: torch.Tensor
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_low: torch.Tensor,
+        action_high: torch.Tensor,
+        hidden: Sequence[int] = (768, 384, 192),
+    ) -> None:
+        super().__init__()
+        centre, half_range = _box(action_low, action_high)
+        in_dim = obs_dim + centre.shape[0]
+        self.qf1 = nn.Sequential(mlp(in_dim, hidden), nn.Linear(hidden[-1], 1))
+        self.qf2 = nn.Sequential(mlp(in_dim, hidden), nn.Linear(hidden[-1], 1))
+        self.register_buffer("action_centre", centre)
+        self.register_buffer("action_half_range", half_range)
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both Q estimates.
+
+        Args:
+            obs: (B, obs_dim) float32.
+            action: (B, A) float32 in the env's units.
+
+        Returns:
+            qf1, qf2: (B,) float32 each.
+        """
+        x = torch.cat([obs, (action - self.action_centre) / self.action_half_range], dim=-1)  # (B, obs_dim + A)
+        return self.qf1(x).squeeze(-1), self.qf2(x).squeeze(-1)
+
+
+class DeterministicPolicy(nn.Module):
+    """Deployment policy: raw actor observation -> deterministic action (for play and export).
+
+    Shares (does not copy) the actor and normalizer it is given.
+
+    Args:
+        actor: the trained :class:`Actor`.
+        normalizer: the actor-group :class:`RunningMeanStd`, or ``None`` when observations are not
+            normalized.
+    """
+
+    def __init__(self, actor: Actor, normalizer: RunningMeanStd | None) -> None:
+        super().__init__()
+        self.actor = actor
+        self.normalizer = normalizer if normalizer is not None else nn.Identity()
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """(B, obs_dim) raw float32 observation -> (B, A) float32 action in the env's units."""
+        return self.actor.deterministic_action(self.normalizer(obs))
+
+
+__all__ = ["Actor", "Critic", "DeterministicPolicy", "mlp", "squashed_gaussian_log_prob"]

@@ -1,0 +1,220 @@
+"""Synchronous off-policy training loop: collect one env step, store it, update, log."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+from unilab_rl.vecenv import VecEnv
+
+if TYPE_CHECKING:
+    from unilab_rl.algorithms.sac.agent import SAC
+
+
+@dataclass
+class LearnSummary:
+    """What :meth:`OffPolicyRunner.learn` did.
+
+    Episode statistics are means over the last ``episode_window`` finished episodes; ``None`` when
+    no episode finished.
+    """
+
+    iterations: int
+    """Iterations completed in this call."""
+    final_iteration: int
+    """The learner's iteration counter at the end (``start_iteration + iterations``)."""
+    env_steps: int
+    """Env steps (transitions) collected in this call: ``iterations * num_envs``."""
+    wall_time_s: float
+    """Seconds spent in the loop."""
+    fps: float
+    """``env_steps / wall_time_s``."""
+    final_mean_reward: float | None
+    """``Train/mean_reward`` at the end: mean undiscounted episode return."""
+    best_mean_reward: float | None
+    """Highest ``Train/mean_reward`` seen during the call."""
+    final_mean_episode_length: float | None
+    """``Train/mean_episode_length`` at the end, in env steps."""
+
+
+class OffPolicyRunner:
+    """Runs an off-policy learner (:class:`~unilab_rl.algorithms.sac.SAC`) on a :class:`VecEnv`.
+
+    One iteration is one env step of all envs plus the learner's gradient updates for it. The
+    loop is synchronous (collection, then learning); an asynchronous collector comes later.
+
+    Args:
+        env: the vector env; :meth:`learn` resets it on its first call.
+        algo: the learner; any object with ``act``, ``random_actions``, ``store``, ``update``,
+            ``cfg.learning_starts``, ``replay`` and an ``iteration`` counter.
+        log_fn: called as ``log_fn(iteration, metrics)`` when ``iteration`` (iterations completed,
+            ``algo.iteration``) is a multiple of ``log_interval``.
+        checkpoint_fn: called as ``checkpoint_fn(iteration)`` when ``iteration`` is a multiple of
+            ``checkpoint_interval``, and once at the end of :meth:`learn` if that iteration was not
+            just saved. It saves what it needs, e.g. ``algo.state_dict()``.
+        log_interval: iterations between ``log_fn`` calls (>= 1).
+        checkpoint_interval: iterations between checkpoints; 0 saves only at the end.
+        episode_window: finished episodes averaged into ``Train/mean_reward`` and
+            ``Train/mean_episode_length`` (rsl_rl uses 100).
+
+    Raises:
+        ValueError: an interval or window out of range.
+    """
+
+    def __init__(
+        self,
+        env: VecEnv,
+        algo: SAC,
+        *,
+        log_fn: Callable[[int, dict[str, float]], None] | None = None,
+        checkpoint_fn: Callable[[int], None] | None = None,
+        log_interval: int = 1,
+        checkpoint_interval: int = 0,
+        episode_window: int = 100,
+    ) -> None:
+        if log_interval < 1 or checkpoint_interval < 0 or episode_window < 1:
+            raise ValueError(
+                f"need log_interval >= 1, checkpoint_interval >= 0, episode_window >= 1; got "
+                f"{log_interval}, {checkpoint_interval}, {episode_window}"
+            )
+        self.env = env
+        self.algo = algo
+        self.log_fn = log_fn
+        self.checkpoint_fn = checkpoint_fn
+        self.log_interval = log_interval
+        self.checkpoint_interval = checkpoint_interval
+        self.episode_returns: deque[float] = deque(maxlen=episode_window)
+        self.episode_lengths: deque[int] = deque(maxlen=episode_window)
+        self._obs: dict[str, torch.Tensor] | None = None
+        self._current_return = torch.zeros(env.num_envs, device=env.device)
+        self._current_length = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
+
+    def learn(
+        self,
+        num_iterations: int,
+        start_iteration: int | None = None,
+        on_iteration: Callable[[int, dict[str, float]], None] | None = None,
+    ) -> LearnSummary:
+        """Train for ``num_iterations`` iterations.
+
+        Args:
+            num_iterations: iterations to run (>= 0).
+            start_iteration: value of the iteration counter at the start; ``None`` continues from
+                ``algo.iteration`` (0 for a fresh learner, the saved value after a resume).
+            on_iteration: called as ``on_iteration(iteration, metrics)`` after every iteration,
+                with ``iteration`` = iterations completed so far; it may raise (e.g.
+                ``KeyboardInterrupt`` or a stop request) to end training: the exception
+                propagates, with ``algo.iteration`` already counting the finished iteration, so
+                the caller can save a consistent checkpoint.
+
+        Returns:
+            :class:`LearnSummary`.
+
+        Metrics (``dict[str, float]``) passed to ``log_fn`` and ``on_iteration``:
+            ``Train/mean_reward``, ``Train/mean_episode_length`` (once an episode has finished),
+            ``Loss/critic``, ``Critic/mean_q`` (once updates start), ``Loss/actor``,
+            ``Loss/alpha``, ``Policy/alpha``, ``Policy/entropy`` (in iterations with an actor
+            update), ``Perf/total_fps``, ``Perf/collection_time``, ``Perf/learning_time`` (s),
+            and every ``extras["log"]`` entry of the env step (e.g. ``Episode_Reward/<term>``).
+
+        Raises:
+            ValueError: ``num_iterations`` < 0.
+            KeyError: the env's ``extras`` lacks ``"final_obs"``.
+            FloatingPointError: a learner metric became NaN or infinite.
+        """
+        if num_iterations < 0:
+            raise ValueError(f"num_iterations must be >= 0, got {num_iterations}")
+        env, algo = self.env, self.algo
+        if start_iteration is not None:
+            algo.iteration = start_iteration
+        learning_starts = algo.cfg.learning_starts
+        if self._obs is None:
+            self._obs = env.reset()
+        best_mean_reward: float | None = None
+        last_saved: int | None = None
+        t_start = time.perf_counter()
+
+        for _ in range(num_iterations):
+            # Collect: act in every env (uniformly at random while warming up), step, and store the
+            # transition with the pre-reset observation as s' so time-outs bootstrap correctly.
+            t0 = time.perf_counter()
+            obs = self._obs
+            if algo.iteration < learning_starts:
+                actions = algo.random_actions(env.num_envs)
+            else:
+                actions = algo.act(obs["actor"])
+            next_obs, rewards, terminated, truncated, extras = env.step(actions)
+            if "final_obs" not in extras:
+                raise KeyError("env.step extras lack 'final_obs' (the pre-reset observation), required by VecEnv")
+            algo.store(obs, actions, rewards, terminated, extras["final_obs"])
+            self._obs = next_obs
+            self._track_episodes(rewards, terminated | truncated)
+            t1 = time.perf_counter()
+
+            # Learn: once the buffer holds the warm-up transitions, run the gradient updates.
+            metrics: dict[str, float] = {}
+            if len(algo.replay) >= learning_starts * env.num_envs:
+                metrics |= algo.update()
+                bad = [k for k, v in metrics.items() if not math.isfinite(v)]
+                if bad:
+                    raise FloatingPointError(f"non-finite learner metrics at iteration {algo.iteration}: {bad}")
+            t2 = time.perf_counter()
+            algo.iteration += 1
+
+            # Log: episode statistics, env terms, timing.
+            if self.episode_returns:
+                metrics["Train/mean_reward"] = sum(self.episode_returns) / len(self.episode_returns)
+                metrics["Train/mean_episode_length"] = sum(self.episode_lengths) / len(self.episode_lengths)
+                if best_mean_reward is None or metrics["Train/mean_reward"] > best_mean_reward:
+                    best_mean_reward = metrics["Train/mean_reward"]
+            for key, value in extras.get("log", {}).items():
+                metrics[key] = float(value)
+            metrics["Perf/collection_time"] = t1 - t0
+            metrics["Perf/learning_time"] = t2 - t1
+            metrics["Perf/total_fps"] = env.num_envs / max(t2 - t0, 1e-9)
+            if self.log_fn is not None and algo.iteration % self.log_interval == 0:
+                self.log_fn(algo.iteration, metrics)
+            if self.checkpoint_fn is not None and self.checkpoint_interval and algo.iteration % self.checkpoint_interval == 0:
+                self.checkpoint_fn(algo.iteration)
+                last_saved = algo.iteration
+            if on_iteration is not None:
+                on_iteration(algo.iteration, metrics)
+
+        if self.checkpoint_fn is not None and num_iterations > 0 and last_saved != algo.iteration:
+            self.checkpoint_fn(algo.iteration)  # final save, unless the last interval just saved it
+        wall = time.perf_counter() - t_start
+        steps = num_iterations * env.num_envs
+        return LearnSummary(
+            iterations=num_iterations,
+            final_iteration=algo.iteration,
+            env_steps=steps,
+            wall_time_s=wall,
+            fps=steps / wall if wall > 0 else 0.0,
+            final_mean_reward=self._mean(self.episode_returns),
+            best_mean_reward=best_mean_reward,
+            final_mean_episode_length=self._mean(self.episode_lengths),
+        )
+
+    def _track_episodes(self, rewards: torch.Tensor, done: torch.Tensor) -> None:
+        """Accumulate per-env returns and lengths; move finished episodes into the window."""
+        self._current_return += rewards.to(self._current_return.device)
+        self._current_length += 1
+        done = done.to(self._current_return.device)
+        if bool(done.any()):
+            self.episode_returns.extend(self._current_return[done].tolist())
+            self.episode_lengths.extend(self._current_length[done].tolist())
+            self._current_return[done] = 0.0
+            self._current_length[done] = 0
+
+    @staticmethod
+    def _mean(values: deque) -> float | None:
+        return sum(values) / len(values) if values else None
+
+
+__all__ = ["LearnSummary", "OffPolicyRunner"]
