@@ -100,23 +100,34 @@ def valid_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
     return keys
 
 
-def _check_keys(tree: dict, model: type[BaseModel], source: str, prefix: str = "") -> None:
+def _first_leaf(tree: Any, key: str) -> str:
+    """The first full dotted key under ``key`` in ``tree`` (``key`` itself for a value)."""
+    while isinstance(tree, dict) and tree:
+        name, tree = next(iter(tree.items()))
+        key = f"{key}.{name}"
+    return key
+
+
+def _check_keys(
+    tree: dict, model: type[BaseModel], source: str, prefix: str = "", root: type[BaseModel] | None = None
+) -> None:
+    root = root or model
     for name, value in tree.items():
         key = f"{prefix}{name}"
         if name not in model.model_fields:
-            candidates = valid_keys(model, prefix)
-            close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.5)
+            given = _first_leaf(value, key)
+            close = difflib.get_close_matches(given, valid_keys(root), n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             section = prefix.rstrip(".") or "the top level"
             raise ConfigError(
-                f"unknown key {key!r} in {source}{hint} (valid keys under {section}: "
+                f"unknown key {given!r} in {source}{hint} (valid keys under {section}: "
                 f"{', '.join(sorted(model.model_fields))})"
             )
         ann = model.model_fields[name].annotation
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             if not isinstance(value, dict):
                 raise ConfigError(f"{key!r} in {source} is a section; set its keys, e.g. {key}.<key>=...")
-            _check_keys(value, ann, source, key + ".")
+            _check_keys(value, ann, source, key + ".", root)
 
 
 def parse_overrides(overrides: list[str]) -> dict:

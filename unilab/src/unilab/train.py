@@ -191,9 +191,29 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
         return path
 
     progress = _progress(cfg.training.progress, max_iterations)
+    stats: dict[str, Any] = {
+        "iterations": 0,
+        "env_steps": 0,
+        "env_steps_per_s": None,
+        "final_mean_reward": None,
+        "best_mean_reward": None,
+        "mean_episode_length": None,
+        "collection_time_s": 0.0,
+        "learning_time_s": 0.0,
+    }
 
     def on_iteration(iteration: int, metrics: dict[str, float]) -> None:
         state["iteration"] = iteration
+        stats["iterations"] = iteration
+        stats["env_steps"] = iteration * env.num_envs
+        stats["collection_time_s"] += metrics.get("Perf/collection_time", 0.0)
+        stats["learning_time_s"] += metrics.get("Perf/learning_time", 0.0)
+        if "Train/mean_reward" in metrics:
+            reward = metrics["Train/mean_reward"]
+            stats["final_mean_reward"] = reward
+            best = stats["best_mean_reward"]
+            stats["best_mean_reward"] = reward if best is None else max(best, reward)
+            stats["mean_episode_length"] = metrics.get("Train/mean_episode_length")
         if iteration % cfg.training.log_interval == 0 or iteration == max_iterations:
             for key, value in metrics.items():
                 writer.add_scalar(key, value, iteration)
@@ -201,15 +221,14 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             progress.update(iteration, metrics)
         if iteration % cfg.training.checkpoint_interval == 0 and iteration < max_iterations:
             save_checkpoint(iteration)
-            summary.update(iterations=iteration, checkpoint=state["checkpoint"])
+            summary.update(checkpoint=state["checkpoint"], **stats)
 
     runner = algo_reg.item.make_runner(env, agent)
     status, error = "normal_completion", None
-    result: dict[str, Any] = {}
     t0 = time.monotonic()
     try:
         with _signals_raise():
-            result = runner.learn(max_iterations, on_iteration=on_iteration)
+            runner.learn(max_iterations, on_iteration=on_iteration)
     except TrainingInterrupted as exc:
         status = "interrupted" if exc.signum == signal.SIGINT else "terminated"
         error = f"stopped by {exc}"
@@ -220,21 +239,21 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
     finally:
         if progress is not None:
             progress.close()
+        elapsed = time.monotonic() - t0
         try:
-            save_checkpoint(state["iteration"] if status != "normal_completion" else max_iterations)
+            save_checkpoint(state["iteration"])
         except Exception as exc:  # noqa: BLE001 - recorded, the run's own error wins
             error = (error + "; " if error else "") + f"checkpoint failed: {exc}"
-        if not result:
-            result = getattr(runner, "summary", lambda: {})()
         writer.flush()
         writer.close()
+        stats["env_steps_per_s"] = round(stats["env_steps"] / elapsed, 1) if elapsed > 0 else None
         summary.update(
             status=status,
             error=error,
             checkpoint=state["checkpoint"],
             ended_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
-            learn_wall_time_s=round(time.monotonic() - t0, 3),
-            **result,
+            learn_wall_time_s=round(elapsed, 3),
+            **stats,
         )
     return run_dir
 

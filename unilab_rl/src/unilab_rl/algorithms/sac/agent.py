@@ -94,7 +94,7 @@ class SAC:
         self.target_entropy = -cfg.target_entropy_scale * self.num_actions
 
         # Optimizers (AdamW everywhere; no weight decay on log_alpha).
-        fused = self.device.type == "cuda"
+        fused = self.device.type in ("cuda", "cpu")
         self.actor_optimizer = torch.optim.AdamW(
             self.actor.parameters(), lr=cfg.actor_lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay, fused=fused
         )

@@ -112,9 +112,9 @@ def polyak_update(target_params: Iterable[torch.Tensor], online_params: Iterable
     torch._foreach_lerp_(list(target_params), list(online_params), tau)
 
 
-def _clip_and_step(params: list[nn.Parameter], optimizer: torch.optim.Optimizer, max_grad_norm: float) -> None:
+def _clip_and_step(module: nn.Module, optimizer: torch.optim.Optimizer, max_grad_norm: float) -> None:
     if max_grad_norm > 0:
-        nn.utils.clip_grad_norm_(params, max_grad_norm)
+        nn.utils.clip_grad_norm_(module.parameters(), max_grad_norm)
     optimizer.step()
 
 
@@ -155,7 +155,7 @@ def update_critic(
 
     critic_optimizer.zero_grad(set_to_none=True)
     qf_loss.backward()
-    _clip_and_step(list(critic.parameters()), critic_optimizer, max_grad_norm)
+    _clip_and_step(critic, critic_optimizer, max_grad_norm)
     return {
         "critic_loss": qf_loss.detach(),
         "qf1": qf1.detach().mean(),
@@ -189,7 +189,7 @@ def update_actor(
 
     actor_optimizer.zero_grad(set_to_none=True)
     loss.backward()
-    _clip_and_step(list(actor.parameters()), actor_optimizer, max_grad_norm)
+    _clip_and_step(actor, actor_optimizer, max_grad_norm)
     return {"actor_loss": loss.detach(), "log_pi": log_pi.detach()}
 
 

@@ -1,0 +1,98 @@
+"""g1_walk_flat on the MuJoCo backend: the VecEnv contract, truncation vs termination, resets."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from unilab.tasks.g1_walk_flat import G1WalkFlatConfig, make_env
+from unilab_rl.vecenv import VecEnv
+from unisim.backends.mujoco import MujocoBackend
+
+
+def build(num_envs: int = 4, **overrides):
+    cfg = G1WalkFlatConfig(**overrides)
+    return make_env(cfg, backend_cls=MujocoBackend, num_envs=num_envs, nthread=1, seed=0)
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = build()
+    yield e
+    e.close()
+
+
+def test_env_satisfies_vecenv_protocol(env):
+    assert isinstance(env, VecEnv)
+    assert env.obs_dims == {"actor": 99, "critic": 99}
+    assert env.num_actions == 29
+    assert env.max_episode_length == 1000  # 20 s at 50 Hz
+    assert torch.all(env.action_low < 0) and torch.all(env.action_high > 0)
+
+
+def test_step_shapes_dtypes_and_finite(env):
+    obs = env.reset()
+    assert set(obs) == {"actor", "critic"}
+    for _ in range(10):
+        a = env.action_low + (env.action_high - env.action_low) * torch.rand(4, 29)
+        obs, reward, terminated, truncated, extras = env.step(a)
+        assert obs["actor"].shape == (4, 99) and obs["actor"].dtype == torch.float32
+        assert reward.shape == (4,) and reward.dtype == torch.float32
+        assert terminated.dtype == torch.bool and truncated.dtype == torch.bool
+        assert torch.isfinite(obs["actor"]).all() and torch.isfinite(reward).all()
+        assert set(extras["final_obs"]) == {"actor", "critic"}
+
+
+def test_critic_group_has_no_noise_actor_does(env):
+    env.reset()
+    obs, *_ = env.step(torch.zeros(4, 29))
+    diff = (obs["actor"] - obs["critic"]).abs()
+    assert diff[:, :3].max() > 0  # base_lin_vel carries ±0.5 noise
+    assert torch.allclose(obs["actor"][:, -32:], obs["critic"][:, -32:])  # actions + command
+
+
+def test_time_out_truncates_and_does_not_terminate():
+    env = build(num_envs=2, episode_length_s=0.1)  # 5 env steps
+    env.reset()
+    for i in range(5):
+        obs, reward, terminated, truncated, extras = env.step(torch.zeros(2, 29))
+    assert truncated.all() and not terminated.any()
+    assert "Episode_Termination/time_out" in extras["log"]
+    assert extras["log"]["Episode_Termination/time_out"] == 1.0
+    assert (env.episode_length == 0).all()
+    env.close()
+
+
+def test_tipped_robot_terminates_and_final_obs_is_pre_reset():
+    env = build(num_envs=2)
+    env.reset()
+    qpos = env.backend.qpos.clone()
+    # Row 0 lies on its side: rotate the base 90 degrees about x.
+    qpos[0, 3:7] = torch.tensor([math.cos(math.pi / 4), math.sin(math.pi / 4), 0.0, 0.0])
+    env.backend.set_state(torch.tensor([0]), qpos=qpos[:1])
+    obs, reward, terminated, truncated, extras = env.step(torch.zeros(2, 29))
+    assert terminated.tolist() == [True, False]
+    assert not truncated.any()
+    gravity = slice(6, 9)  # projected_gravity in the critic group
+    assert extras["final_obs"]["critic"][0, gravity][2] > -0.5  # still lying down before reset
+    assert obs["critic"][0, gravity][2] < -0.9  # upright after the reset
+    assert torch.equal(extras["final_obs"]["critic"][1], obs["critic"][1])
+    env.close()
+
+
+def test_same_seed_same_rollout():
+    def rollout():
+        env = build(num_envs=2)
+        env.reset()
+        g = torch.Generator().manual_seed(3)
+        rewards = []
+        for _ in range(5):
+            a = torch.rand(2, 29, generator=g) - 0.5
+            _, r, *_ = env.step(a)
+            rewards.append(r)
+        env.close()
+        return torch.stack(rewards)
+
+    assert torch.equal(rollout(), rollout())

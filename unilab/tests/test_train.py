@@ -1,0 +1,96 @@
+"""`unilab train` end to end on a handful of envs: run directory, summary schema, checkpoints,
+TensorBoard, and clean shutdown on SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+UNILAB = str(Path(sys.executable).parent / "unilab")
+SMALL = [
+    "algo.num_envs=4",
+    "algo.batch_size=64",
+    "algo.num_updates=1",
+    "algo.learning_starts=2",
+    "algo.buffer_size_per_env=64",
+    "sim.nthread=1",
+    "training.log_interval=1",
+]
+
+
+def train(tmp_path: Path, *extra: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    cmd = [UNILAB, "train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco", *SMALL,
+           f"training.log_dir={tmp_path / 'logs'}", *extra]
+    return subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=timeout)
+
+
+def only_run_dir(tmp_path: Path) -> Path:
+    runs = list((tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir())
+    assert len(runs) == 1
+    assert runs[0].name.endswith("_mujoco")
+    return runs[0]
+
+
+def test_short_training_run_writes_a_complete_run_directory(tmp_path):
+    result = train(tmp_path, "algo.max_iterations=6", "training.checkpoint_interval=3")
+    assert result.returncode == 0, result.stderr
+    run = only_run_dir(tmp_path)
+    summary = json.loads((run / "run_summary.json").read_text())
+    assert summary["status"] == "normal_completion"
+    assert summary["iterations"] == 6
+    assert summary["env_steps"] == 24
+    assert summary["env_steps_per_s"] > 0
+    assert summary["learner_device"] == "cpu" and summary["env_device"] == "cpu"
+    assert summary["metric_schema_version"] == 1
+    for key in ("final_mean_reward", "best_mean_reward", "mean_episode_length"):
+        assert key in summary
+    config = json.loads((run / "run_config.json").read_text())
+    assert config["config"]["algo"]["num_envs"] == 4
+    assert config["plugins"]["sim"]["distribution"] == "unisim"
+    assert (run / "model_3.pt").exists() and (run / "model_6.pt").exists()
+    ckpt = torch.load(run / "model_last.pt", weights_only=False)
+    assert ckpt["iteration"] == 6
+    assert list(run.glob("events.out.tfevents.*"))
+
+
+@pytest.mark.parametrize("sig, status, code", [(signal.SIGINT, "interrupted", 130),
+                                               (signal.SIGTERM, "terminated", 143)])
+def test_signal_stops_with_checkpoint_and_no_child_left(tmp_path, sig, status, code):
+    cmd = [UNILAB, "train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco", *SMALL,
+           f"training.log_dir={tmp_path / 'logs'}", "algo.max_iterations=100000"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        summary_path = None
+        while time.monotonic() < deadline:
+            found = list((tmp_path / "logs").rglob("run_summary.json"))
+            if found:
+                summary_path = found[0]
+                # wait until some iterations have run
+                if list(found[0].parent.glob("events.out.tfevents.*")):
+                    time.sleep(3.0)
+                    break
+            time.sleep(0.2)
+        assert summary_path is not None, "training never started"
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == code, stderr
+    summary = json.loads(summary_path.read_text())
+    assert summary["status"] == status
+    ckpt = torch.load(summary_path.parent / "model_last.pt", weights_only=False)
+    assert ckpt["iteration"] == summary["iterations"]
+    # No process of the run's session is left.
+    leftover = subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True)
+    assert leftover.stdout.strip() == ""

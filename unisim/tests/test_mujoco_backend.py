@@ -1,0 +1,289 @@
+"""The mujoco backend against plain MuJoCo on a small inline model."""
+
+
+import mujoco
+import numpy as np
+import pytest
+import torch
+
+from unisim import CONTRACT_VERSION, CapabilityError, SimSpec
+from unisim.backends.mujoco import MujocoBackend
+
+# A free box (tracked) that falls onto a plane and a hinge pendulum with a position actuator,
+# with a tilted free body so that body velocities are not trivially aligned. No acceleration
+# sensor: the backend adds its contact-force trigger.
+MJCF = """
+<mujoco>
+  <option timestep="0.005"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 .1"/>
+    <body name="box" pos="0 0 .3">
+      <freejoint name="root"/>
+      <geom name="box" type="box" size=".1 .05 .08" mass="2" pos=".02 .01 0"/>
+      <site name="imu" pos=".05 0 .03"/>
+      <body name="flap" pos=".1 0 .05" euler="0 30 0">
+        <geom type="capsule" fromto="0 0 0 .1 0 0" size=".02" mass=".2"/>
+      </body>
+    </body>
+    <body name="pole" pos="1 0 1">
+      <joint name="hinge" axis="0 1 0" damping=".1"/>
+      <geom name="pole" type="capsule" fromto="0 0 0 .4 0 0" size=".04" mass="1"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <position name="hinge" joint="hinge" kp="20" kv="1"/>
+  </actuator>
+  <sensor>
+    <jointpos name="hinge_pos" joint="hinge"/>
+    <gyro name="gyro" site="imu"/>
+    <framequat name="box_quat" objtype="body" objname="box"/>
+  </sensor>
+  <keyframe>
+    <key qpos="0 0 .3 .9659 .2588 0 0 .2" qvel="0.3 -0.2 1 2 -1 3 0" ctrl=".2"/>
+  </keyframe>
+</mujoco>
+"""
+N = 4
+TRACKED = ("box", "flap", "pole")
+
+
+def make(**kw) -> MujocoBackend:
+    spec = dict(mjcf=MJCF, num_envs=N, nthread=2, decimation=4, tracked_bodies=TRACKED)
+    spec.update(kw)
+    return MujocoBackend(SimSpec(**spec))
+
+
+@pytest.fixture
+def backend():
+    b = make()
+    yield b
+    b.close()
+
+
+def _plain(nworld=N):
+    m = mujoco.MjModel.from_xml_string(MJCF)
+    datas = []
+    for _ in range(nworld):
+        d = mujoco.MjData(m)
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+        mujoco.mj_forward(m, d)
+        datas.append(d)
+    return m, datas
+
+
+def _f32(datas, name):
+    return np.stack([getattr(d, name) for d in datas]).astype(np.float32)
+
+
+def _ctrl(seed, n=N):
+    return torch.from_numpy(np.random.default_rng(seed).uniform(-1, 1, (n, 1)).astype(np.float32))
+
+
+def test_declares_contract(backend):
+    assert backend.contract_version == CONTRACT_VERSION
+    caps = backend.capabilities
+    assert caps.tensor_kind == "host_bridge" and caps.selected_reset and caps.randomization
+    assert caps.deterministic and not caps.rendering
+
+
+def test_names_and_sizes(backend):
+    assert (backend.nq, backend.nv, backend.nu) == (8, 7, 1)
+    assert backend.dt == 0.005
+    assert backend.joint_names == ["root", "hinge"]
+    assert backend.actuator_names == ["hinge"]
+    assert backend.sensor_names == ["hinge_pos", "gyro", "box_quat"]  # trigger hidden
+    assert backend.body_names == list(TRACKED)
+
+
+def test_shapes_dtypes_devices(backend):
+    tensors = {
+        "qpos": (backend.qpos, (N, 8)),
+        "qvel": (backend.qvel, (N, 7)),
+        "sensor": (backend.sensor("gyro"), (N, 3)),
+        "contact_force": (backend.contact_force("box"), (N, 3)),
+        "model_field": (backend.model_field("geom_friction"), (N, 4, 3)),
+    }
+    for name, t in zip(("pos", "quat", "lin_vel", "ang_vel"), backend.body_state()):
+        tensors[name] = (t, (N, 3, 4 if name == "quat" else 3))
+    for name, (t, shape) in tensors.items():
+        assert isinstance(t, torch.Tensor), name
+        assert t.shape == shape, name
+        assert t.dtype == torch.float32, name
+        assert t.device == torch.device("cpu"), name
+    div = backend.diverged()
+    assert div.shape == (N,) and div.dtype == torch.bool and not div.any()
+
+
+def test_starts_at_keyframe(backend):
+    m, datas = _plain()
+    np.testing.assert_array_equal(backend.qpos.numpy(), _f32(datas, "qpos"))
+    np.testing.assert_array_equal(
+        backend.sensor("hinge_pos").numpy()[:, 0], np.float32(m.key_qpos[0, 7])
+    )
+
+
+def test_step_matches_mj_step_loop(backend):
+    m, datas = _plain()
+    stats0 = dict(backend.transfer_stats)
+    for k in range(15):
+        u = _ctrl(k)
+        backend.step(u)  # decimation 4
+        for d, ui in zip(datas, u.numpy()):
+            d.ctrl[:] = ui
+            mujoco.mj_step(m, d, 4)
+        # the float32 tensors are exactly the float64 rows cast
+        np.testing.assert_array_equal(backend.qpos.numpy(), _f32(datas, "qpos"))
+        np.testing.assert_array_equal(backend.qvel.numpy(), _f32(datas, "qvel"))
+    backend.step(_ctrl(99), nstep=1)
+    assert backend.transfer_stats["host_copies"] > stats0["host_copies"]
+    assert backend.transfer_stats["host_bytes"] > stats0["host_bytes"]
+
+
+def test_body_velocity_matches_mj_objectVelocity(backend):
+    # mjOBJ_XBODY is the body frame; mjOBJ_BODY would be the inertial frame (at the CoM)
+    for k in range(10):
+        backend.step(_ctrl(k))
+    pos, quat, lin, ang = (t.numpy() for t in backend.body_state())
+    m = backend.model
+    for i in range(N):
+        d = backend.batch.get_data(i)
+        mujoco.mj_forward(m, d)
+        for j, name in enumerate(TRACKED):
+            bid = m.body(name).id
+            res = np.zeros(6)
+            mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_XBODY, bid, res, 0)
+            np.testing.assert_allclose(ang[i, j], res[:3], rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(lin[i, j], res[3:], rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(pos[i, j], d.xpos[bid], rtol=1e-6, atol=1e-6)
+            np.testing.assert_allclose(quat[i, j], d.xquat[bid], rtol=1e-6, atol=1e-6)
+    assert np.abs(lin[:, 1]).max() > 0.1  # the flap moves: the check is not vacuous
+
+
+def test_contact_force_is_the_weight_at_rest():
+    b = make(mjcf=MJCF.replace('qvel="0.3 -0.2 1 2 -1 3 0"', ""))
+    for _ in range(100):
+        b.step(torch.zeros(N, 1))
+    f = b.contact_force("box").numpy()
+    weight = 2.2 * 9.81  # box + flap
+    np.testing.assert_allclose(f[:, 2], weight, rtol=1e-3)
+    np.testing.assert_allclose(f[:, :2], 0, atol=1e-3)
+    assert not b.contact_force("pole").numpy().any()  # hangs free
+    with pytest.raises(KeyError, match="did you mean 'box'"):
+        b.contact_force("boxx")
+
+
+def test_contact_forces_off():
+    b = make(options={"contact_forces": False})
+    assert b.model.nsensor == 3  # no trigger added
+    with pytest.raises(CapabilityError, match="contact_forces"):
+        b.contact_force("box")
+
+
+def test_selected_reset_touches_only_its_rows(backend):
+    for k in range(5):
+        backend.step(_ctrl(k))
+    before_q, before_v = backend.qpos.clone(), backend.qvel.clone()
+    before_s = backend.sensor("gyro").clone()
+    ids = torch.tensor([2, 0])
+    qpos = backend.qpos[[2, 0]].clone()
+    qpos[:, 2] = torch.tensor([0.5, 0.7])
+    backend.reset(ids, qpos=qpos)
+    m, _ = _plain(1)
+    np.testing.assert_array_equal(backend.qpos[[1, 3]].numpy(), before_q[[1, 3]].numpy())
+    np.testing.assert_array_equal(backend.qvel[[1, 3]].numpy(), before_v[[1, 3]].numpy())
+    np.testing.assert_array_equal(backend.sensor("gyro")[[1, 3]].numpy(), before_s[[1, 3]].numpy())
+    assert backend.qpos[2, 2] == np.float32(0.5) and backend.qpos[0, 2] == np.float32(0.7)
+    key_qvel = np.tile(m.key_qvel[0], (2, 1)).astype(np.float32)
+    np.testing.assert_array_equal(backend.qvel[[0, 2]].numpy(), key_qvel)
+    # the tracked-body tensors of the reset rows follow the new state
+    assert backend.body_state()[0][2, 0, 2] == pytest.approx(0.5, abs=1e-6)
+    backend.reset(torch.tensor([], dtype=torch.int64))  # nothing
+
+
+def test_set_state_keeps_time_and_ctrl(backend):
+    backend.step(_ctrl(0))
+    t = backend.batch.bind("time").copy()
+    ctrl = backend.batch.ctrl.copy()
+    qvel = backend.qvel[[1]].clone()
+    qvel[0, 0] += 1.0  # a push
+    backend.set_state(torch.tensor([1]), qvel=qvel)
+    np.testing.assert_array_equal(backend.batch.bind("time"), t)
+    np.testing.assert_array_equal(backend.batch.ctrl, ctrl)
+    assert backend.qvel[1, 0] == qvel[0, 0]
+
+
+def test_set_model_field_affects_only_its_worlds(backend):
+    pole = backend.model.body("pole").id
+    masses = backend.model_field("body_mass")[[1], :].clone()
+    masses[0, pole] *= 4
+    backend.set_model_field("body_mass", torch.tensor([1]), masses)
+    np.testing.assert_array_equal(backend.model_field("body_mass")[:, pole].numpy(), [1, 4, 1, 1])
+    friction = torch.full((2, 4, 3), 0.5)
+    backend.set_model_field("geom_friction", torch.tensor([3, 2]), friction)
+    assert backend.model_field("geom_friction")[0, 1, 0] == 1.0
+    assert backend.model_field("geom_friction")[2, 1, 0] == 0.5
+    u = torch.full((N, 1), 0.8)
+    for _ in range(20):
+        backend.step(u)
+    hinge = backend.qpos[:, 7].numpy()
+    assert hinge[0] == hinge[2] == hinge[3] != hinge[1]
+    with pytest.raises(ValueError, match="did you mean 'body_mass'"):
+        backend.set_model_field("body_mas", torch.tensor([0]), masses)
+    with pytest.raises(ValueError, match="must have shape"):
+        backend.set_model_field("body_mass", torch.tensor([0, 1]), masses)
+
+
+def test_ctrl_errors(backend):
+    shape = r"ctrl must have shape \(num_envs=4, nu=1\), got \(4, 2\)"
+    with pytest.raises(ValueError, match=shape):
+        backend.step(torch.zeros(N, 2))
+    with pytest.raises(ValueError, match="float32"):
+        backend.step(torch.zeros(N, 1, dtype=torch.int64))
+    u = torch.zeros(N, 1)
+    u[2] = float("nan")
+    with pytest.raises(ValueError, match="non-finite values in 1 rows: 2"):
+        backend.step(u)
+
+
+def test_reset_errors(backend):
+    with pytest.raises(IndexError, match=r"env_ids must be in \[0, num_envs=4\), got 4"):
+        backend.reset(torch.tensor([0, 4]))
+    with pytest.raises(ValueError, match=r"qpos must have shape \(len\(env_ids\)=1, nq=8\)"):
+        backend.reset(torch.tensor([0]), qpos=torch.zeros(1, 7))
+    with pytest.raises(ValueError, match="unique"):
+        backend.reset(torch.tensor([1, 1]))
+
+
+def test_lookup_errors(backend):
+    with pytest.raises(KeyError, match="valid sensors: hinge_pos, gyro, box_quat"):
+        backend.sensor("gyr")
+    with pytest.raises(KeyError, match="valid bodies"):
+        make(tracked_bodies=("pelvis",))
+
+
+def test_non_cpu_device_refused():
+    message = "host-bridge: its tensors live on the CPU, got device='cuda'"
+    with pytest.raises(ValueError, match=message):
+        make(device="cuda")
+
+
+def test_unknown_option_refused():
+    with pytest.raises(ValueError, match="did you mean 'contact_forces'"):
+        make(options={"contact_force": True})
+
+
+def test_diverged_rows(backend, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # MuJoCo's warning handler writes MUJOCO_LOG.TXT to the cwd
+    backend.batch.bind("qvel")[1, 0] = np.inf  # escape hatch: a raw state write
+    backend.step(torch.zeros(N, 1))
+    np.testing.assert_array_equal(backend.diverged().numpy(), [False, True, False, False])
+    backend.reset(torch.tensor([1]))
+    assert not backend.diverged().any()
+
+
+def test_close_is_idempotent():
+    b = make()
+    b.close()
+    b.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        b.step(torch.zeros(N, 1))
