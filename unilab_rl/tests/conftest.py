@@ -116,7 +116,7 @@ SMALL = dict(
 
 def _make_sac(env: PointEnv, **overrides) -> SAC:
     cfg = SACConfig(**{**SMALL, "num_envs": env.num_envs, **overrides})
-    return SAC(env, cfg, torch.device("cpu"))
+    return SAC(env, cfg)  # device from cfg.device: "cpu" unless overridden
 
 
 # Helpers are handed out as fixtures (not imported from conftest) so this suite can run in one
@@ -131,7 +131,7 @@ def make_env() -> Callable[..., PointEnv]:
 
 @pytest.fixture
 def make_sac() -> Callable[..., SAC]:
-    """``make_sac(env, **cfg_overrides) -> SAC`` with small networks on the CPU."""
+    """``make_sac(env, **cfg_overrides) -> SAC`` with small networks (on the CPU unless ``device=``)."""
     return _make_sac
 
 

@@ -17,10 +17,9 @@ def test_truncated_rows_store_the_pre_reset_observation(make_env, make_sac) -> N
     terminated = sac.replay.terminated[rows]
     truncated = ~terminated
     assert truncated.any()
-    # s' of a time-out is the observation at t = T, not the first one of the next episode (t = 0) ...
+    # s' of a time-out is the observation at t = T, not the first one of the next episode (t = 0),
+    # and the row is stored as non-terminal, so it bootstraps.
     assert torch.all(time_fraction[truncated] == 1.0)
-    # ... and such rows are stored as non-terminal, so they bootstrap.
-    assert not sac.replay.terminated[:16].any() or True
     # Terminal rows reached the target: |g - x| < REACH in their s'.
     assert torch.all(sac.replay.next_obs["actor"][rows][terminated].abs() < env.REACH)
     # Consistency: s' of step k is s of step k+1 for envs that did not end.
@@ -114,9 +113,18 @@ def test_start_iteration_sets_the_counter(make_env, make_sac) -> None:
     assert summary.final_iteration == 42
 
 
-def test_sac_learns_the_point_task(make_env, make_sac, evaluate) -> None:
-    """A few thousand env steps take the policy most of the way from its initial return to a
-    hand-written controller's."""
+@pytest.fixture
+def one_thread():
+    """Tiny networks: one intra-op thread is as fast and does not suffer on a loaded machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_sac_learns_the_point_task(make_env, make_sac, evaluate, one_thread) -> None:
+    """A few thousand env steps take the policy more than halfway from its initial return to a
+    hand-written controller's (about 4 s on one core)."""
     torch.manual_seed(0)
     env = make_env(num_envs=32, seed=0)
     sac = make_sac(

@@ -90,10 +90,14 @@ class SAC:
             self.device
         )
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self._target_params = list(self.critic_target.parameters())
+        self._online_params = list(self.critic.parameters())
         self.log_alpha = torch.tensor(math.log(cfg.init_alpha), device=self.device, requires_grad=True)
         self.target_entropy = -cfg.target_entropy_scale * self.num_actions
 
-        # Optimizers (AdamW everywhere; no weight decay on log_alpha).
+        # Optimizers (AdamW everywhere; no weight decay on log_alpha). The fused kernels are
+        # one launch per step; torch.compile leaves them untraced. (Compiling torch 2.11's foreach
+        # Adam on the 0-dim log_alpha fails: "Expected scalars to be on CPU, got meta".)
         fused = self.device.type in ("cuda", "cpu")
         self.actor_optimizer = torch.optim.AdamW(
             self.actor.parameters(), lr=cfg.actor_lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay, fused=fused
@@ -101,7 +105,9 @@ class SAC:
         self.critic_optimizer = torch.optim.AdamW(
             self.critic.parameters(), lr=cfg.critic_lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay, fused=fused
         )
-        self.alpha_optimizer = torch.optim.AdamW([self.log_alpha], lr=cfg.alpha_lr, betas=cfg.adam_betas, weight_decay=0.0)
+        self.alpha_optimizer = torch.optim.AdamW(
+            [self.log_alpha], lr=cfg.alpha_lr, betas=cfg.adam_betas, weight_decay=0.0, fused=fused
+        )
 
         # Observation normalizers and replay.
         self.obs_normalizers = nn.ModuleDict()
@@ -180,7 +186,7 @@ class SAC:
 
     # -- Learning ---------------------------------------------------------------------------
 
-    def _critic_step(
+    def _critic_objective(
         self,
         critic_obs: torch.Tensor,  # (B, Dc) raw
         actions: torch.Tensor,  # (B, A)
@@ -188,44 +194,45 @@ class SAC:
         terminated: torch.Tensor,  # (B,) bool
         next_actor_obs: torch.Tensor,  # (B, Da) raw
         next_critic_obs: torch.Tensor,  # (B, Dc) raw
-    ) -> dict[str, torch.Tensor]:
-        cfg = self.cfg
-        out = sac_update.update_critic(
-            self.actor, self.critic, self.critic_target, self.critic_optimizer,
-            self.normalize(self.critic_group, critic_obs), actions, rewards, terminated,
-            self.normalize(self.actor_group, next_actor_obs), self.normalize(self.critic_group, next_critic_obs),
-            self.log_alpha.detach().exp(), cfg.gamma, cfg.critic_reduction, cfg.max_grad_norm,
-        )
-        sac_update.polyak_update(self.critic_target.parameters(), self.critic.parameters(), cfg.tau)
-        return out
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        a, c, cfg = self.actor_group, self.critic_group, self.cfg
+        return sac_update.critic_objective(
+            self.actor, self.critic, self.critic_target,
+            self.normalize(c, critic_obs), actions, rewards, terminated,
+            self.normalize(a, next_actor_obs), self.normalize(c, next_critic_obs),
+            self.log_alpha.detach().exp(), cfg.gamma, cfg.critic_reduction,
+        )  # fmt: skip
 
-    def _actor_step(self, actor_obs: torch.Tensor, critic_obs: torch.Tensor) -> dict[str, torch.Tensor]:
-        cfg = self.cfg
-        out = sac_update.update_actor(
-            self.actor, self.critic, self.actor_optimizer,
+    def _actor_objective(
+        self,
+        actor_obs: torch.Tensor,  # (B, Da) raw
+        critic_obs: torch.Tensor,  # (B, Dc) raw
+    ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        return sac_update.actor_objective(
+            self.actor, self.critic, self.log_alpha,
             self.normalize(self.actor_group, actor_obs), self.normalize(self.critic_group, critic_obs),
-            self.log_alpha.detach().exp(), cfg.critic_reduction, cfg.max_grad_norm,
-        )
-        log_pi = out.pop("log_pi")
-        out |= sac_update.update_temperature(self.log_alpha, self.alpha_optimizer, log_pi, self.target_entropy)
-        return out
+            self.target_entropy, self.cfg.critic_reduction,
+        )  # fmt: skip
 
     def _setup_compile(self) -> None:
+        """Compile the two forward objectives (each one graph, no breaks); backward passes run the
+        compiled backward graphs, optimizer steps stay eager (fused kernels)."""
         use = self.cfg.use_compile
         want = use is True or (use == "auto" and self.device.type == "cuda")
         self.compile_backend = "inductor" if want else "eager"
         if want:
-            self._critic_step_fn = torch.compile(self._critic_step)
-            self._actor_step_fn = torch.compile(self._actor_step)
+            self._critic_objective_fn = torch.compile(self._critic_objective, fullgraph=True)
+            self._actor_objective_fn = torch.compile(self._actor_objective, fullgraph=True)
         else:
-            self._critic_step_fn = self._critic_step
-            self._actor_step_fn = self._actor_step
+            self._critic_objective_fn = self._critic_objective
+            self._actor_objective_fn = self._actor_objective
 
     def update(self) -> dict[str, float]:
         """Run ``cfg.num_updates`` critic updates (and every ``policy_frequency``-th an actor and
         temperature update), each on a fresh uniform batch of ``cfg.batch_size`` transitions.
 
-        Synchronizes with the device once, at the end.
+        Each critic update is followed by a Polyak update of the target critics. Synchronizes with
+        the device once, at the end.
 
         Returns:
             ``"Loss/critic"``, ``"Critic/mean_q"`` (means over this call's critic updates) and, when an
@@ -237,34 +244,36 @@ class SAC:
         """
         cfg = self.cfg
         a, c = self.actor_group, self.critic_group
-        critic_outs: list[dict[str, torch.Tensor]] = []
-        actor_outs: list[dict[str, torch.Tensor]] = []
+        critic_logs: list[torch.Tensor] = []  # each (2,): critic loss, mean Q
+        actor_logs: list[torch.Tensor] = []  # each (4,): actor loss, alpha loss, entropy, alpha
         for _ in range(cfg.num_updates):
             batch = self.replay.sample(cfg.batch_size)
-            critic_outs.append(
-                self._critic_step_fn(
-                    batch.obs[c], batch.actions, batch.rewards, batch.terminated, batch.next_obs[a], batch.next_obs[c]
-                )
+            qf_loss, info = self._critic_objective_fn(
+                batch.obs[c], batch.actions, batch.rewards, batch.terminated, batch.next_obs[a], batch.next_obs[c]
             )
+            sac_update.apply_gradients(qf_loss, self.critic_optimizer, self.critic.parameters(), cfg.max_grad_norm)
+            sac_update.polyak_update(self._target_params, self._online_params, cfg.tau)
+            critic_logs.append(torch.stack([qf_loss.detach(), (info["qf1"] + info["qf2"]) / 2]))
             self.num_critic_updates += 1
+
             if self.num_critic_updates % cfg.policy_frequency == 0:
-                actor_outs.append(self._actor_step_fn(batch.obs[a], batch.obs[c]))
+                loss, temperature_loss, info = self._actor_objective_fn(batch.obs[a], batch.obs[c])
+                sac_update.apply_gradients(
+                    loss + temperature_loss, [self.actor_optimizer, self.alpha_optimizer],
+                    self.actor.parameters(), cfg.max_grad_norm,
+                )  # fmt: skip
+                actor_logs.append(
+                    torch.stack([loss.detach(), temperature_loss.detach(), info["entropy"], self.log_alpha.detach().exp()])
+                )
 
         # One host sync for all metrics of this call.
-        names: list[str] = ["Loss/critic", "Critic/mean_q"]
-        values = [
-            torch.stack([o["critic_loss"] for o in critic_outs]).mean(),
-            torch.stack([(o["qf1"] + o["qf2"]) / 2 for o in critic_outs]).mean(),
-        ]
-        if actor_outs:
+        names = ["Loss/critic", "Critic/mean_q"]
+        values = [torch.stack(critic_logs).mean(0)]  # (2,)
+        if actor_logs:
             names += ["Loss/actor", "Loss/alpha", "Policy/entropy", "Policy/alpha"]
-            values += [
-                torch.stack([o["actor_loss"] for o in actor_outs]).mean(),
-                torch.stack([o["alpha_loss"] for o in actor_outs]).mean(),
-                torch.stack([o["entropy"] for o in actor_outs]).mean(),
-                actor_outs[-1]["alpha"],
-            ]
-        return dict(zip(names, torch.stack(values).tolist()))
+            stacked = torch.stack(actor_logs)  # (n, 4)
+            values.append(torch.cat([stacked[:, :3].mean(0), stacked[-1, 3:]]))  # means; alpha: last
+        return dict(zip(names, torch.cat(values).tolist()))
 
     @property
     def alpha(self) -> float:

@@ -14,15 +14,18 @@ Only ``terminated`` cuts the bootstrap: a truncated (time-out) transition keeps
 ``gamma * V(s')`` with ``s'`` the pre-reset observation (Pardo et al. 2018, "Time Limits in
 Reinforcement Learning", arXiv 1712.00378).
 
-The first five functions are pure tensor math. ``update_critic`` / ``update_actor`` /
-``update_temperature`` run one optimizer step each and return dicts of *detached* tensors: no
-``.item()`` here, so the caller can ``torch.compile`` them and synchronize once per iteration.
+Layers: the loss functions (``soft_q_target`` ... ``alpha_loss``) are pure tensor math;
+``critic_objective`` / ``actor_objective`` run the networks forward and return losses with no side
+effect, so each compiles to one graph (``torch.compile(fullgraph=True)``); ``apply_gradients`` is the
+eager ``zero_grad -> backward -> step``; ``update_critic`` / ``update_actor_and_temperature`` compose
+them. Everything returns *detached* tensors and never calls ``.item()``: the caller synchronizes
+once per iteration.
 Shapes: B = batch size, A = action size, Da / Dc = actor / critic observation sizes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import torch
 from torch import nn
@@ -112,10 +115,91 @@ def polyak_update(target_params: Iterable[torch.Tensor], online_params: Iterable
     torch._foreach_lerp_(list(target_params), list(online_params), tau)
 
 
-def _clip_and_step(module: nn.Module, optimizer: torch.optim.Optimizer, max_grad_norm: float) -> None:
-    if max_grad_norm > 0:
-        nn.utils.clip_grad_norm_(module.parameters(), max_grad_norm)
-    optimizer.step()
+def critic_objective(
+    actor: Actor,
+    critic: Critic,
+    critic_target: Critic,
+    critic_obs: torch.Tensor,  # (B, Dc)
+    actions: torch.Tensor,  # (B, A)
+    rewards: torch.Tensor,  # (B,)
+    terminated: torch.Tensor,  # (B,) bool
+    next_actor_obs: torch.Tensor,  # (B, Da)
+    next_critic_obs: torch.Tensor,  # (B, Dc)
+    alpha: torch.Tensor,  # ()
+    gamma: float,
+    reduction: str = "min",
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Soft Bellman target from the target critics and the critic loss (steps 1-2); forward only.
+
+    Observations are already normalized. No optimizer or in-place state is touched, so this is
+    one graph under ``torch.compile(fullgraph=True)``.
+
+    Returns:
+        qf_loss: () with gradient w.r.t. the critic; info: ``{"qf1", "qf2", "next_q_value"}``,
+        () detached batch means.
+    """
+    with torch.no_grad():
+        next_actions, next_log_pi = actor.sample(next_actor_obs)  # (B, A), (B,)
+        qf1_next_target, qf2_next_target = critic_target(next_critic_obs, next_actions)  # (B,), (B,)
+        next_q_value = soft_q_target(
+            rewards, terminated, qf1_next_target, qf2_next_target, next_log_pi, alpha, gamma, reduction
+        )  # (B,)
+    qf1, qf2 = critic(critic_obs, actions)  # (B,), (B,)
+    qf_loss = critic_loss(qf1, qf2, next_q_value)
+    info = {"qf1": qf1.detach().mean(), "qf2": qf2.detach().mean(), "next_q_value": next_q_value.mean()}
+    return qf_loss, info
+
+
+def actor_objective(
+    actor: Actor,
+    critic: Critic,
+    log_alpha: torch.Tensor,  # ()
+    actor_obs: torch.Tensor,  # (B, Da)
+    critic_obs: torch.Tensor,  # (B, Dc)
+    target_entropy: float,
+    reduction: str = "min",
+) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    """Actor loss (step 3) and temperature loss (step 4) on one reparameterized sample; forward only.
+
+    The actor loss sees ``alpha`` detached, the temperature loss sees ``log_pi`` detached, so the
+    two losses share no parameter and can be back-propagated together.
+
+    Returns:
+        actor_loss: () with gradient w.r.t. the actor (and, unused, the critic); alpha_loss: () with
+        gradient w.r.t. ``log_alpha``; info: ``{"entropy"}``, the () estimate ``-mean(log_pi)``.
+    """
+    pi, log_pi = actor.sample(actor_obs)  # (B, A), (B,)
+    qf1_pi, qf2_pi = critic(critic_obs, pi)  # (B,), (B,)
+    loss = actor_loss(log_pi, qf1_pi, qf2_pi, log_alpha.detach().exp(), reduction)
+    temperature_loss = alpha_loss(log_alpha, log_pi, target_entropy)
+    return loss, temperature_loss, {"entropy": -log_pi.detach().mean()}
+
+
+def apply_gradients(
+    loss: torch.Tensor,
+    optimizers: torch.optim.Optimizer | Sequence[torch.optim.Optimizer],
+    clip_params: Iterable[torch.Tensor] | None = None,
+    max_grad_norm: float = 0.0,
+) -> None:
+    """``zero_grad -> backward -> (clip) -> step`` for one or several optimizers.
+
+    Losses on disjoint parameters are back-propagated together as their sum (one backward pass:
+    a compiled objective with several outputs can only be back-propagated once).
+
+    Args:
+        loss: () scalar.
+        optimizers: each steps only its own parameters; other tensors that receive a gradient
+            keep it until their optimizer's next ``zero_grad``.
+        clip_params: parameters whose total gradient norm is clipped to ``max_grad_norm`` (when > 0).
+    """
+    optimizers = [optimizers] if isinstance(optimizers, torch.optim.Optimizer) else list(optimizers)
+    for optimizer in optimizers:
+        optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if max_grad_norm > 0 and clip_params is not None:
+        nn.utils.clip_grad_norm_(clip_params, max_grad_norm)
+    for optimizer in optimizers:
+        optimizer.step()
 
 
 def update_critic(
@@ -134,63 +218,50 @@ def update_critic(
     reduction: str = "min",
     max_grad_norm: float = 0.0,
 ) -> dict[str, torch.Tensor]:
-    """One gradient step on both Q-functions towards the soft Bellman target (steps 1-2).
+    """One gradient step on both Q-functions (:func:`critic_objective` + :func:`apply_gradients`).
 
-    Observations are already normalized. The target networks are not updated here (see
-    :func:`polyak_update`).
+    The target networks are not updated here (see :func:`polyak_update`).
 
     Returns:
-        ``{"critic_loss", "qf1", "qf2", "next_q_value"}``: () detached tensors (the Q values are
-        batch means).
+        ``{"critic_loss", "qf1", "qf2", "next_q_value"}``: () detached tensors.
     """
-    with torch.no_grad():
-        next_actions, next_log_pi = actor.sample(next_actor_obs)  # (B, A), (B,)
-        qf1_next_target, qf2_next_target = critic_target(next_critic_obs, next_actions)  # (B,), (B,)
-        next_q_value = soft_q_target(
-            rewards, terminated, qf1_next_target, qf2_next_target, next_log_pi, alpha, gamma, reduction
-        )  # (B,)
-
-    qf1, qf2 = critic(critic_obs, actions)  # (B,), (B,)
-    qf_loss = critic_loss(qf1, qf2, next_q_value)
-
-    critic_optimizer.zero_grad(set_to_none=True)
-    qf_loss.backward()
-    _clip_and_step(critic, critic_optimizer, max_grad_norm)
-    return {
-        "critic_loss": qf_loss.detach(),
-        "qf1": qf1.detach().mean(),
-        "qf2": qf2.detach().mean(),
-        "next_q_value": next_q_value.mean(),
-    }
+    qf_loss, info = critic_objective(
+        actor, critic, critic_target, critic_obs, actions, rewards, terminated, next_actor_obs, next_critic_obs,
+        alpha, gamma, reduction,
+    )
+    apply_gradients(qf_loss, critic_optimizer, critic.parameters(), max_grad_norm)
+    return {"critic_loss": qf_loss.detach(), **info}
 
 
-def update_actor(
+def update_actor_and_temperature(
     actor: Actor,
     critic: Critic,
+    log_alpha: torch.Tensor,  # ()
     actor_optimizer: torch.optim.Optimizer,
+    alpha_optimizer: torch.optim.Optimizer,
     actor_obs: torch.Tensor,  # (B, Da)
     critic_obs: torch.Tensor,  # (B, Dc)
-    alpha: torch.Tensor,  # ()
+    target_entropy: float,
     reduction: str = "min",
     max_grad_norm: float = 0.0,
 ) -> dict[str, torch.Tensor]:
-    """One gradient step on the policy (step 3). The critic's weights are not stepped.
+    """One gradient step on the policy and one on ``log_alpha`` (:func:`actor_objective`).
 
-    The critic's ``.grad`` receives a (discarded) contribution here; :func:`update_critic` clears it
-    before its own backward pass.
+    The critic's weights are not stepped; the gradient the actor loss leaves in them is cleared by
+    the next critic step's ``zero_grad``.
 
     Returns:
-        ``{"actor_loss": (), "log_pi": (B,)}`` detached; ``log_pi`` feeds
-        :func:`update_temperature`.
+        ``{"actor_loss", "alpha_loss", "alpha", "entropy"}``: () detached tensors; ``alpha`` is the
+        value after the step.
     """
-    pi, log_pi = actor.sample(actor_obs)  # (B, A), (B,)
-    qf1_pi, qf2_pi = critic(critic_obs, pi)  # (B,), (B,)
-    loss = actor_loss(log_pi, qf1_pi, qf2_pi, alpha, reduction)
-
-    actor_optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    _clip_and_step(actor, actor_optimizer, max_grad_norm)
-    return {"actor_loss": loss.detach(), "log_pi": log_pi.detach()}
+    loss, temperature_loss, info = actor_objective(actor, critic, log_alpha, actor_obs, critic_obs, target_entropy, reduction)
+    apply_gradients(loss + temperature_loss, [actor_optimizer, alpha_optimizer], actor.parameters(), max_grad_norm)
+    return {
+        "actor_loss": loss.detach(),
+        "alpha_loss": temperature_loss.detach(),
+        "alpha": log_alpha.detach().exp(),
+        **info,
+    }
 
 
 def update_temperature(
@@ -199,27 +270,28 @@ def update_temperature(
     log_pi: torch.Tensor,  # (B,)
     target_entropy: float,
 ) -> dict[str, torch.Tensor]:
-    """One gradient step on ``log_alpha`` (step 4), reusing the actor step's ``log_pi``.
+    """One gradient step on ``log_alpha`` alone, given log-probabilities (step 4).
 
     Returns:
         ``{"alpha_loss", "alpha", "entropy"}``: () detached tensors; ``alpha`` is the value after the
         step, ``entropy`` the estimate ``-mean(log_pi)``.
     """
     loss = alpha_loss(log_alpha, log_pi, target_entropy)
-    alpha_optimizer.zero_grad(set_to_none=True)
-    loss.backward()
-    alpha_optimizer.step()
+    apply_gradients(loss, alpha_optimizer)
     return {"alpha_loss": loss.detach(), "alpha": log_alpha.detach().exp(), "entropy": -log_pi.mean()}
 
 
 __all__ = [
     "actor_loss",
+    "actor_objective",
     "alpha_loss",
+    "apply_gradients",
     "critic_loss",
+    "critic_objective",
     "polyak_update",
     "reduce_q",
     "soft_q_target",
-    "update_actor",
+    "update_actor_and_temperature",
     "update_critic",
     "update_temperature",
 ]
