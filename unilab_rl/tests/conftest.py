@@ -142,5 +142,11 @@ def evaluate() -> Callable[..., float]:
 
 
 @pytest.fixture(autouse=True)
-def _seed() -> None:
+def _seed_and_one_thread():
+    """Seed torch, and use one intra-op thread: these networks are tiny, and on a loaded machine
+    a second thread waiting for a busy core makes each op orders of magnitude slower."""
     torch.manual_seed(0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

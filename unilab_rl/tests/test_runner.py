@@ -113,16 +113,7 @@ def test_start_iteration_sets_the_counter(make_env, make_sac) -> None:
     assert summary.final_iteration == 42
 
 
-@pytest.fixture
-def one_thread():
-    """Tiny networks: one intra-op thread is as fast and does not suffer on a loaded machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def test_sac_learns_the_point_task(make_env, make_sac, evaluate, one_thread) -> None:
+def test_sac_learns_the_point_task(make_env, make_sac, evaluate) -> None:
     """A few thousand env steps take the policy more than halfway from its initial return to a
     hand-written controller's (about 4 s on one core)."""
     torch.manual_seed(0)

@@ -158,3 +158,20 @@ def test_actor_loss_prefers_higher_q_and_entropy() -> None:
     # "min" takes the pessimistic estimate, "mean" the average.
     assert U.actor_loss(log_pi, q_low, q_high, 0.0, "min") == 0.0
     assert U.actor_loss(log_pi, q_low, q_high, 0.0, "mean") == -0.5
+
+
+def test_actor_step_moves_actor_and_alpha_only() -> None:
+    low, high = torch.tensor([-1.0]), torch.tensor([1.0])
+    actor, critic = Actor(2, low, high, hidden=(8,)), Critic(3, low, high, hidden=(8,))
+    log_alpha = torch.tensor(0.0, requires_grad=True)
+    actor_opt, alpha_opt = torch.optim.SGD(actor.parameters(), lr=0.1), torch.optim.SGD([log_alpha], lr=0.1)
+    critic_before = [p.detach().clone() for p in critic.parameters()]
+    actor_before = [p.detach().clone() for p in actor.parameters()]
+    out = U.update_actor_and_temperature(
+        actor, critic, log_alpha, actor_opt, alpha_opt, torch.randn(32, 2), torch.randn(32, 3), target_entropy=0.0
+    )
+    assert set(out) == {"actor_loss", "alpha_loss", "alpha", "entropy"}
+    assert all(p.grad is None for p in critic.parameters())  # no gradient leaks into the critic
+    assert all(torch.equal(p, q) for p, q in zip(critic.parameters(), critic_before))
+    assert any(not torch.equal(p, q) for p, q in zip(actor.parameters(), actor_before))
+    assert log_alpha.item() != 0.0

@@ -17,6 +17,7 @@ from torch import nn
 from unilab_rl.algorithms.sac import update as sac_update
 from unilab_rl.algorithms.sac.config import SACConfig
 from unilab_rl.algorithms.sac.networks import Actor, Critic, DeterministicPolicy
+from unilab_rl.device import resolve_device
 from unilab_rl.normalizer import RunningMeanStd
 from unilab_rl.replay import ReplayBuffer
 from unilab_rl.vecenv import VecEnv
@@ -48,8 +49,8 @@ class SAC:
         replay: the :class:`ReplayBuffer` (not part of :meth:`state_dict`).
         iteration: iterations completed, maintained by the runner; saved in checkpoints.
         num_critic_updates: gradient steps taken on the critics so far.
-        compile_backend: ``"inductor"`` when the update steps run through ``torch.compile``,
-            ``"eager"`` otherwise.
+        compile_backend: ``"inductor"`` when the critic and actor objectives run through
+            ``torch.compile`` (mode ``cfg.compile_mode``), ``"eager"`` otherwise.
 
     Raises:
         ValueError: the env has no ``"actor"`` group, its action box is malformed, or its sizes
@@ -58,8 +59,6 @@ class SAC:
     """
 
     def __init__(self, env: VecEnv, cfg: SACConfig, device: torch.device | str | None = None) -> None:
-        from unilab_rl.device import resolve_device  # local: keeps the import graph flat
-
         self.cfg = dataclasses.replace(cfg)
         cfg = self.cfg
         self.device = resolve_device(cfg.device if device is None else device)
@@ -220,9 +219,12 @@ class SAC:
         use = self.cfg.use_compile
         want = use is True or (use == "auto" and self.device.type == "cuda")
         self.compile_backend = "inductor" if want else "eager"
+        # CUDA-graph modes need to be told where a training step begins (cudagraph trees).
+        self._cudagraphs = want and self.cfg.compile_mode in ("reduce-overhead", "max-autotune")
         if want:
-            self._critic_objective_fn = torch.compile(self._critic_objective, fullgraph=True)
-            self._actor_objective_fn = torch.compile(self._actor_objective, fullgraph=True)
+            mode = self.cfg.compile_mode
+            self._critic_objective_fn = torch.compile(self._critic_objective, fullgraph=True, mode=mode)
+            self._actor_objective_fn = torch.compile(self._actor_objective, fullgraph=True, mode=mode)
         else:
             self._critic_objective_fn = self._critic_objective
             self._actor_objective_fn = self._actor_objective
@@ -244,10 +246,14 @@ class SAC:
         """
         cfg = self.cfg
         a, c = self.actor_group, self.critic_group
+        # Graph outputs are consumed (stacked = copied) before the next call: CUDA-graph replays
+        # overwrite their output buffers.
         critic_logs: list[torch.Tensor] = []  # each (2,): critic loss, mean Q
         actor_logs: list[torch.Tensor] = []  # each (4,): actor loss, alpha loss, entropy, alpha
         for _ in range(cfg.num_updates):
             batch = self.replay.sample(cfg.batch_size)
+            if self._cudagraphs:
+                torch.compiler.cudagraph_mark_step_begin()
             qf_loss, info = self._critic_objective_fn(
                 batch.obs[c], batch.actions, batch.rewards, batch.terminated, batch.next_obs[a], batch.next_obs[c]
             )
@@ -257,6 +263,8 @@ class SAC:
             self.num_critic_updates += 1
 
             if self.num_critic_updates % cfg.policy_frequency == 0:
+                if self._cudagraphs:
+                    torch.compiler.cudagraph_mark_step_begin()
                 loss, temperature_loss, info = self._actor_objective_fn(batch.obs[a], batch.obs[c])
                 sac_update.apply_gradients(
                     loss + temperature_loss, [self.actor_optimizer, self.alpha_optimizer],

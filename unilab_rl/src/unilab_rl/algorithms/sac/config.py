@@ -103,6 +103,14 @@ class SACConfig:
     use_compile: bool | Literal["auto"] = "auto"
     """``torch.compile`` the update steps: ``"auto"`` compiles on CUDA only and runs eagerly
     elsewhere; ``True`` compiles on any device; ``False`` never compiles."""
+    compile_mode: Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"] = (
+        "reduce-overhead"
+    )
+    """``torch.compile`` mode when compiling. ``"reduce-overhead"`` (FastTD3's choice) replays CUDA
+    graphs, which removes the kernel-launch cost that dominates these small networks. Measured on
+    one H200 (torch 2.11) at G1 sizes (obs 99/111, 29 actions, batch 8192, 8 critic + 2 actor
+    updates): ``update()`` took 23-28 ms, against 42-62 ms with ``"default"`` and 40-55 ms
+    eager; the first iterations spend 35-50 s compiling."""
 
     def __post_init__(self) -> None:
         """Check value ranges.
@@ -134,6 +142,9 @@ class SACConfig:
             raise ValueError(f"SACConfig.critic_reduction must be 'min' or 'mean', got {self.critic_reduction!r}")
         if self.use_compile not in (True, False, "auto"):
             raise ValueError(f"SACConfig.use_compile must be True, False or 'auto', got {self.use_compile!r}")
+        modes = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+        if self.compile_mode not in modes:
+            raise ValueError(f"SACConfig.compile_mode must be one of {modes}, got {self.compile_mode!r}")
         if len(self.adam_betas) != 2 or not all(0.0 <= b < 1.0 for b in self.adam_betas):
             raise ValueError(f"SACConfig.adam_betas must be two values in [0, 1), got {self.adam_betas!r}")
         for name in ("actor_hidden", "critic_hidden"):

@@ -183,19 +183,22 @@ def apply_gradients(
 ) -> None:
     """``zero_grad -> backward -> (clip) -> step`` for one or several optimizers.
 
-    Losses on disjoint parameters are back-propagated together as their sum (one backward pass:
-    a compiled objective with several outputs can only be back-propagated once).
+    Gradients accumulate only into the optimizers' own parameters (``backward(inputs=...)``): the
+    actor loss, for instance, leaves the critic's ``.grad`` alone, which saves the critic's weight
+    gradients and keeps CUDA-graph outputs of the critic step untouched. Losses on disjoint
+    parameters are back-propagated together as their sum (one backward pass: a compiled objective
+    with several outputs can only be back-propagated once).
 
     Args:
         loss: () scalar.
-        optimizers: each steps only its own parameters; other tensors that receive a gradient
-            keep it until their optimizer's next ``zero_grad``.
+        optimizers: the optimizers to step.
         clip_params: parameters whose total gradient norm is clipped to ``max_grad_norm`` (when > 0).
     """
     optimizers = [optimizers] if isinstance(optimizers, torch.optim.Optimizer) else list(optimizers)
+    params = [p for optimizer in optimizers for group in optimizer.param_groups for p in group["params"]]
     for optimizer in optimizers:
         optimizer.zero_grad(set_to_none=True)
-    loss.backward()
+    loss.backward(inputs=params)
     if max_grad_norm > 0 and clip_params is not None:
         nn.utils.clip_grad_norm_(clip_params, max_grad_norm)
     for optimizer in optimizers:
@@ -247,8 +250,7 @@ def update_actor_and_temperature(
 ) -> dict[str, torch.Tensor]:
     """One gradient step on the policy and one on ``log_alpha`` (:func:`actor_objective`).
 
-    The critic's weights are not stepped; the gradient the actor loss leaves in them is cleared by
-    the next critic step's ``zero_grad``.
+    The critic's weights are neither stepped nor given a gradient.
 
     Returns:
         ``{"actor_loss", "alpha_loss", "alpha", "entropy"}``: () detached tensors; ``alpha`` is the
