@@ -107,9 +107,11 @@ def test_step_matches_mj_step_loop(model, nthread, dtype, persistent):
     assert batch.cfrc_ext[0, box, 5] > 0
 
 
-def test_nthread_defaults_to_available_cpus(model):
-    expected = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    assert Batch(model, 2).nthread == expected
+def test_nthread_defaults_to_available_cores(model):
+    cores = mjbatch_uni.available_cores()
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert 1 <= cores <= cpus  # physical cores: SMT siblings count once
+    assert Batch(model, 2).nthread == cores
 
 
 def test_reset_selected_rows(model):
@@ -325,8 +327,9 @@ def test_cpu_ids_pin_the_process(model):
 def test_cpu_ids_elsewhere_logs(model, monkeypatch, caplog):
     monkeypatch.delattr(os, "sched_setaffinity", raising=False)
     with caplog.at_level("INFO", logger="mjbatch_uni"):
-        batch = Batch(model, 2, nthread=1, cpu_ids=[0])
+        batch = Batch(model, 2, cpu_ids=[0])
     assert "not supported" in caplog.text
+    assert batch.nthread == 1  # as many threads as CPUs named, though unpinned
     batch.step(None, 1)
 
 

@@ -1,4 +1,5 @@
-"""g1_walk_flat on the MuJoCo backend: the VecEnv contract, truncation vs termination, resets."""
+"""g1_walk_flat on the MuJoCo backend: the VecEnv contract, truncation vs termination, resets,
+episode logs and the task switches."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def env():
 
 def test_env_satisfies_vecenv_protocol(env):
     assert isinstance(env, VecEnv)
-    assert env.obs_dims == {"actor": 99, "critic": 99}
+    assert env.obs_dims == {"actor": 99, "critic": 111}
     assert env.num_actions == 29
     assert env.max_episode_length == 1000  # 20 s at 50 Hz
     assert torch.all(env.action_low < 0) and torch.all(env.action_high > 0)
@@ -48,9 +49,9 @@ def test_step_shapes_dtypes_and_finite(env):
 def test_critic_group_has_no_noise_actor_does(env):
     env.reset()
     obs, *_ = env.step(torch.zeros(4, 29))
-    diff = (obs["actor"] - obs["critic"]).abs()
+    diff = (obs["actor"] - obs["critic"][:, :99]).abs()
     assert diff[:, :3].max() > 0  # base_lin_vel carries ±0.5 noise
-    assert torch.allclose(obs["actor"][:, -32:], obs["critic"][:, -32:])  # actions + command
+    assert torch.allclose(obs["actor"][:, 67:99], obs["critic"][:, 67:99])  # actions + command
 
 
 def test_time_out_truncates_and_does_not_terminate():
@@ -96,3 +97,37 @@ def test_same_seed_same_rollout():
         return torch.stack(rewards)
 
     assert torch.equal(rollout(), rollout())
+
+
+def test_episode_logs_name_every_reward_and_termination_term():
+    env = build(num_envs=2, episode_length_s=0.1)
+    env.reset()
+    for _ in range(5):
+        *_, extras = env.step(torch.zeros(2, 29))
+    log = extras["log"]
+    rewards = {k.split("/", 1)[1] for k in log if k.startswith("Episode_Reward/")}
+    assert rewards == {
+        "track_linear_velocity", "track_angular_velocity", "upright", "pose", "body_ang_vel",
+        "angular_momentum", "action_rate_l2", "joint_pos_limits", "foot_clearance", "foot_slip",
+        "self_collisions",
+    }  # fmt: skip
+    terminations = {k.split("/", 1)[1] for k in log if k.startswith("Episode_Termination/")}
+    assert terminations == {"time_out", "fell_over", "nan_state"}
+    assert all(math.isfinite(v) for v in log.values())
+    env.close()
+
+
+def test_reward_weights_switch_terms_on_and_off():
+    env = build(num_envs=2, rewards={"air_time": 0.5, "self_collisions": 0.0})
+    assert "air_time" in env.reward_manager.terms and "self_collisions" not in env.reward_manager.terms
+    assert env.reward_manager.terms["air_time"].weight == 0.5
+    env.close()
+
+
+def test_randomization_and_pushes_are_switchable():
+    on = build(num_envs=2)
+    off = build(num_envs=2, domain_randomization={"enabled": False}, push={"enabled": False})
+    assert {"foot_friction", "torso_com", "encoder_bias", "push_robot"} <= set(on.cfg.events)
+    assert set(off.cfg.events) == {"reset_base"}
+    on.close()
+    off.close()

@@ -23,6 +23,7 @@ SMALL = [
     "algo.buffer_size_per_env=64",
     "sim.nthread=1",
     "training.log_interval=1",
+    "training.no_play=true",  # play + export after training are covered by test_play/test_export
 ]
 
 

@@ -1,5 +1,6 @@
 """The mujoco backend against plain MuJoCo on a small inline model."""
 
+import copy
 
 import mujoco
 import numpy as np
@@ -122,41 +123,193 @@ def test_starts_at_keyframe(backend):
     )
 
 
-def test_step_matches_mj_step_loop(backend):
-    m, datas = _plain()
-    stats0 = dict(backend.transfer_stats)
-    for k in range(15):
+def _forwarded(m, d):
+    f = copy.copy(d)
+    mujoco.mj_forward(m, f)
+    return f
+
+
+def _expected_tensors(b, m, datas, derived):
+    """Every tensor the backend hands out, as the float32 cast of plain MuJoCo."""
+    refs = [_forwarded(m, d) if derived == "current" else d for d in datas]
+    out = {"qpos": _f32(datas, "qpos"), "qvel": _f32(datas, "qvel")}
+    for name in b.sensor_names:
+        s = m.sensor(name).id
+        adr, dim = m.sensor_adr[s], m.sensor_dim[s]
+        acc = m.sensor_needstage[s] == int(mujoco.mjtStage.mjSTAGE_ACC)
+        src = datas if acc else refs
+        out[f"sensor:{name}"] = np.stack([d.sensordata[adr : adr + dim] for d in src]).astype(
+            np.float32
+        )
+    ids = [m.body(n).id for n in TRACKED]
+    out["pos"] = np.stack([d.xpos[ids] for d in refs]).astype(np.float32)
+    out["quat"] = np.stack([d.xquat[ids] for d in refs]).astype(np.float32)
+    vel = np.zeros((len(datas), len(ids), 6))
+    for i, d in enumerate(refs):
+        for j, bid in enumerate(ids):
+            mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_XBODY, bid, vel[i, j], 0)
+    out["lin_vel"] = vel[..., 3:].astype(np.float32)
+    out["ang_vel"] = vel[..., :3].astype(np.float32)
+    for name in ("box", "flap", "pole", "world"):
+        out[f"contact:{name}"] = np.stack(
+            [d.cfrc_ext[m.body(name).id, 3:] for d in datas]
+        ).astype(np.float32)
+    return out
+
+
+def _tensors(b):
+    out = {"qpos": b.qpos, "qvel": b.qvel}
+    out.update({f"sensor:{n}": b.sensor(n) for n in b.sensor_names})
+    out.update(zip(("pos", "quat", "lin_vel", "ang_vel"), b.body_state()))
+    out.update({f"contact:{n}": b.contact_force(n) for n in ("box", "flap", "pole", "world")})
+    return out
+
+
+@pytest.mark.parametrize("derived", ["current", "last_substep"])
+@pytest.mark.parametrize("persistent", [False, True])
+def test_every_tensor_is_the_float32_cast_of_a_mj_step_loop(derived, persistent):
+    """Bit-identical trajectories, and every tensor exactly MuJoCo's float64 value cast to
+    float32 (tracked bodies exactly mj_objectVelocity of the body frame)."""
+    b = make(options={"derived": derived, "persistent": persistent})
+    m = b.model  # the backend's model (plus its hidden sensors) is the plain loop's too
+    datas = []
+    for _ in range(N):
+        d = mujoco.MjData(m)
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+        mujoco.mj_forward(m, d)
+        datas.append(d)
+    for k in range(30):
         u = _ctrl(k)
-        backend.step(u)  # decimation 4
+        b.step(u)  # decimation 4
         for d, ui in zip(datas, u.numpy()):
             d.ctrl[:] = ui
             mujoco.mj_step(m, d, 4)
-        # the float32 tensors are exactly the float64 rows cast
+        expected = _expected_tensors(b, m, datas, derived)
+        for name, t in _tensors(b).items():
+            np.testing.assert_array_equal(t.numpy(), expected[name], err_msg=name)
+    assert np.abs(expected["lin_vel"][:, 1]).max() > 0.1  # the flap moves: not vacuous
+    assert expected["contact:box"][:, 2].max() > 0  # the box has landed
+
+
+def test_the_plain_model_gives_the_same_trajectory(backend):
+    """The backend's hidden sensors do not change the physics."""
+    m, datas = _plain()
+    for k in range(15):
+        u = _ctrl(k)
+        backend.step(u)
+        for d, ui in zip(datas, u.numpy()):
+            d.ctrl[:] = ui
+            mujoco.mj_step(m, d, 4)
         np.testing.assert_array_equal(backend.qpos.numpy(), _f32(datas, "qpos"))
         np.testing.assert_array_equal(backend.qvel.numpy(), _f32(datas, "qvel"))
-    backend.step(_ctrl(99), nstep=1)
-    assert backend.transfer_stats["host_copies"] > stats0["host_copies"]
-    assert backend.transfer_stats["host_bytes"] > stats0["host_bytes"]
 
 
-def test_body_velocity_matches_mj_objectVelocity(backend):
-    # mjOBJ_XBODY is the body frame; mjOBJ_BODY would be the inertial frame (at the CoM)
-    for k in range(10):
-        backend.step(_ctrl(k))
-    pos, quat, lin, ang = (t.numpy() for t in backend.body_state())
-    m = backend.model
-    for i in range(N):
-        d = backend.batch.get_data(i)
+def test_one_packed_buffer_backs_every_tensor(backend):
+    packed = backend.packed
+    assert packed.dtype == torch.float32 and packed.is_contiguous()
+    lo = packed.data_ptr()
+    hi = lo + packed.numel() * packed.element_size()
+    for name, t in _tensors(backend).items():
+        assert lo <= t.data_ptr() < hi, name
+    layout = backend.packed_layout
+    assert list(layout) == ["qpos", "qvel", "sensordata", "contact"]
+    assert layout["contact"].stop == packed.shape[1]
+    np.testing.assert_array_equal(packed[:, layout["qpos"]].numpy(), backend.qpos.numpy())
+    # a step: ctrl in (1 copy) + qpos|qvel, sensordata, contact (3 copies), nothing per world
+    stats0 = backend.transfer_stats
+    assert stats0["copies_per_step"] == 4
+    assert stats0["bytes_per_step"] == N * backend.nu * 8 + packed.numel() * 4
+    before = packed.clone()
+    backend.step(_ctrl(0))
+    stats = backend.transfer_stats
+    assert stats["host_copies"] - stats0["host_copies"] == 4
+    assert stats["host_bytes"] - stats0["host_bytes"] == stats0["bytes_per_step"]
+    assert not torch.equal(packed, before)  # refreshed in place
+
+
+def test_contact_rows_are_copied_once_read():
+    b = make(mjcf=MJCF.replace('qvel="0.3 -0.2 1 2 -1 3 0"', ""))
+    assert b.transfer_stats["copies_per_step"] == 3  # ctrl, qpos|qvel, sensordata: no contacts
+    for _ in range(100):
+        b.step(torch.zeros(N, 1))
+    contact = b.packed[:, b.packed_layout["contact"]]
+    assert not contact.any()  # nobody asked yet
+    box = b.contact_force("box")  # current at once, and from now on
+    np.testing.assert_allclose(box[:, 2].numpy(), 2.2 * 9.81, rtol=1e-3)
+    assert b.transfer_stats["copies_per_step"] == 4
+    b.contact_force("pole")  # body 3, not next to body 1: one more block
+    assert b.transfer_stats["copies_per_step"] == 5
+    b.contact_force("flap")  # bodies 1-3 are one run again
+    assert b.transfer_stats["copies_per_step"] == 4
+    u = torch.full((N, 1), 0.5)
+    b.step(u)
+    ref = make(
+        mjcf=MJCF.replace('qvel="0.3 -0.2 1 2 -1 3 0"', ""), options={"contact_bodies": ["box"]}
+    )
+    for _ in range(100):
+        ref.step(torch.zeros(N, 1))
+    ref.step(u)
+    assert torch.equal(box, ref.contact_force("box"))
+
+
+def test_contact_bodies_option():
+    b = make(options={"contact_bodies": ["pole", "box"]})
+    assert b.packed_layout["contact"].stop - b.packed_layout["contact"].start == 12
+    for _ in range(30):
+        b.step(torch.zeros(N, 1))
+    assert b.contact_force("box")[:, 2].min() > 0
+    with pytest.raises(KeyError, match="not packed; packed .*: pole, box"):
+        b.contact_force("flap")
+    with pytest.raises(KeyError, match="valid bodies"):
+        b.contact_force("flop")
+    with pytest.raises(KeyError, match="did you mean 'pole'"):
+        make(options={"contact_bodies": ["pol"]})
+
+
+def test_option_values_are_checked():
+    with pytest.raises(ValueError, match="'derived' must be one of 'current', 'last_substep'"):
+        make(options={"derived": "fresh"})
+    with pytest.raises(ValueError, match="option 'persistent' must be bool"):
+        make(options={"persistent": 1})
+    with pytest.raises(ValueError, match="'contact_bodies' must be a list of body names"):
+        make(options={"contact_bodies": [1]})
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="pin_memory' needs CUDA"):
+            make(options={"pin_memory": True})
+
+
+def test_g1_steps_bit_identical_to_a_plain_loop():
+    g1 = pytest.importorskip("unilab.robots.g1")
+    tracked = ("pelvis", "torso_link", "left_ankle_roll_link")
+    b = MujocoBackend(
+        SimSpec(mjcf=g1.g1_scene_xml(), num_envs=3, nthread=2, tracked_bodies=tracked)
+    )
+    m = b.model
+    datas = []
+    for _ in range(3):
+        d = mujoco.MjData(m)
+        mujoco.mj_resetDataKeyframe(m, d, 0)
         mujoco.mj_forward(m, d)
-        for j, name in enumerate(TRACKED):
-            bid = m.body(name).id
-            res = np.zeros(6)
-            mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_XBODY, bid, res, 0)
-            np.testing.assert_allclose(ang[i, j], res[:3], rtol=1e-5, atol=1e-5)
-            np.testing.assert_allclose(lin[i, j], res[3:], rtol=1e-5, atol=1e-5)
-            np.testing.assert_allclose(pos[i, j], d.xpos[bid], rtol=1e-6, atol=1e-6)
-            np.testing.assert_allclose(quat[i, j], d.xquat[bid], rtol=1e-6, atol=1e-6)
-    assert np.abs(lin[:, 1]).max() > 0.1  # the flap moves: the check is not vacuous
+        datas.append(d)
+    rng = np.random.default_rng(0)
+    for _ in range(8):
+        u = torch.from_numpy(
+            (m.key_ctrl[0] + rng.normal(0, 0.1, (3, m.nu))).astype(np.float32)
+        )
+        b.step(u)
+        for d, ui in zip(datas, u.numpy()):
+            d.ctrl[:] = ui
+            mujoco.mj_step(m, d, 4)
+        np.testing.assert_array_equal(b.qpos.numpy(), _f32(datas, "qpos"))
+        np.testing.assert_array_equal(b.qvel.numpy(), _f32(datas, "qvel"))
+    refs = [_forwarded(m, d) for d in datas]
+    ids = [m.body(n).id for n in tracked]
+    pos, quat, lin, ang = b.body_state()
+    for got, field in ((pos, "xpos"), (quat, "xquat")):
+        ref = np.stack([getattr(d, field)[ids] for d in refs]).astype(np.float32)
+        np.testing.assert_array_equal(got.numpy(), ref)
+    for name in b.sensor_names:
+        assert torch.isfinite(b.sensor(name)).all()
 
 
 def test_contact_force_is_the_weight_at_rest():
@@ -174,7 +327,9 @@ def test_contact_force_is_the_weight_at_rest():
 
 def test_contact_forces_off():
     b = make(options={"contact_forces": False})
-    assert b.model.nsensor == 3  # no trigger added
+    names = [b.model.sensor(i).name for i in range(b.model.nsensor)]
+    assert "unisim_cfrc_ext_trigger" not in names  # no trigger added
+    assert "contact" not in b.packed_layout
     with pytest.raises(CapabilityError, match="contact_forces"):
         b.contact_force("box")
 
@@ -279,6 +434,27 @@ def test_diverged_rows(backend, tmp_path, monkeypatch):
     np.testing.assert_array_equal(backend.diverged().numpy(), [False, True, False, False])
     backend.reset(torch.tensor([1]))
     assert not backend.diverged().any()
+
+
+def test_unstable_row_is_reported_others_unaffected(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # MuJoCo's warning handler writes MUJOCO_LOG.TXT to the cwd
+    b = make()
+    ref = make()
+    gain = b.model_field("actuator_gainprm")[[2]]
+    bias = b.model_field("actuator_biasprm")[[2]]
+    gain[0, 0, 0], bias[0, 0, 1] = 1e4, -1e4  # far too stiff for dt: world 2 blows up
+    b.set_model_field("actuator_gainprm", torch.tensor([2]), gain)
+    b.set_model_field("actuator_biasprm", torch.tensor([2]), bias)
+    seen = False
+    for k in range(20):
+        u = _ctrl(k)
+        b.step(u)
+        ref.step(u)
+        div = b.diverged()
+        seen |= bool(div[2])
+        assert not div[[0, 1, 3]].any()
+        np.testing.assert_array_equal(b.qpos[[0, 1, 3]].numpy(), ref.qpos[[0, 1, 3]].numpy())
+    assert seen and b.diverged()[2]
 
 
 def test_close_is_idempotent():

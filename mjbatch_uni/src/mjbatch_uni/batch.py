@@ -2,49 +2,68 @@
 
 :class:`Batch` wraps MuJoCo's own batch stepper, :class:`mujoco.batch.Batch` (MuJoCo >= 3.17), and
 adds what an RL environment needs on top of it: controls written and checked in one call, read-only
-batched views, a one-call selected reset, per-world model parameters, CPU affinity and a
+batched views, the packed float32 host bridge (:meth:`Batch.pack`), one-call selected reads,
+writes and resets (keyframe plus perturbation), per-world model parameters, CPU affinity, and a
 per-row divergence report instead of exceptions from the physics.
 
-  batch = Batch(model, nworld=1024, nthread=8)
+  batch = Batch(model, nworld=1024)                        # one thread per available core
+  packed = batch.pack(["qpos", "qvel", "sensordata"])      # (nworld, nq+nv+nsensordata) float32
   for _ in range(1000):
-    batch.step(policy(batch.qpos, batch.qvel), nstep=4)   # ctrl (nworld, nu), held 4 substeps
-    done = batch.diverged() | terminated(batch.xpos)
-    batch.reset(np.flatnonzero(done))
+    batch.step(policy(packed.buffer), nstep=4)             # ctrl (nworld, nu), held 4 substeps
+    packed.pull()                                          # 2 vectorised copies, no per-world work
+    done = batch.diverged() | terminated(packed.buffer)
+    batch.reset(np.flatnonzero(done), dqpos=noise(done.sum()))
+    packed.pull(np.flatnonzero(done))
 
 Every array is ``(nworld, ...)`` and float64 (MuJoCo's ``mjtNum``) unless stated. Units are
 MuJoCo's: SI (m, rad, s, kg, N) for the usual models.
 
-State after :meth:`Batch.step`: the batch is persistent (one ``MjData`` per world, by default) and
-every step ends with the position and velocity stages computed at the new state
-(``mjSTAGE_VEL``): ``xpos``, ``xquat``, ``cvel``, ``subtree_com`` and the position- and
-velocity-dependent sensors describe the state the step ended in, as after ``mj_step1``. A
-persistent batch starts its next step from those stages, so this costs nothing extra (measured:
-within noise of ``mjSTAGE_NONE``; a non-persistent batch pays ~10-20 % for the same stages at
-``nstep=4``). Acceleration-dependent values (``cfrc_ext``, acceleration-stage sensors such as
-``touch``, ``accelerometer``, ``force``) are those MuJoCo computed during the last substep, i.e. at
-the state one substep before the returned one. Trajectories are bit-identical to a loop of
-``mujoco.mj_step`` over one ``MjData`` per world, at any thread count.
+What the derived fields describe after :meth:`Batch.step` (``derived=``):
+
+* ``"current"`` (default): every step ends with the position and velocity stages computed at the
+  new state (``mjSTAGE_VEL``): ``xpos``, ``xquat``, ``cvel``, ``subtree_com`` and the position-
+  and velocity-dependent sensors describe the state the step ended in, as after ``mj_step1``. A
+  persistent batch starts its next step from those stages, so this costs nothing extra; a
+  non-persistent one (the default, for memory) computes them once more per call: measured on the
+  G1 at ``nstep=4``, +10 % (paired single-core C loops) to +12 % (batch) of the physics.
+* ``"last_substep"``: MuJoCo's own ``mj_step`` semantics, the fastest: every derived field is the
+  one MuJoCo computed during the last substep, i.e. at the state one substep before the returned
+  ``qpos``/``qvel`` (which are always current).
+
+In both modes, acceleration-dependent values (``cfrc_ext``, acceleration-stage sensors such as
+``touch``, ``accelerometer``, ``force``) are those MuJoCo computed during the last substep.
+Trajectories are bit-identical to a loop of ``mujoco.mj_step`` over one ``MjData`` per world, at
+any thread count, in every mode.
+
+Memory: a non-persistent batch (the default) keeps one ``MjData`` per *thread* and one
+``mjSTATE_INTEGRATION`` row per world (357 doubles for the G1); ``persistent=True`` keeps one
+``MjData`` per world (measured ~370 KB per G1 world once stepped: 1.5 GB at 4096 worlds).
 """
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import sys
-from typing import Optional, Sequence, Tuple, Union
+from typing import Dict, Optional, Sequence, Tuple, Union
 
 import mujoco
 import numpy as np
 from mujoco import batch as _mjbatch
 from numpy import typing as npt
 
+from mjbatch_uni import pack as _pack
+from mjbatch_uni.model import computes_cfrc_ext, setconst_inputs
+
 __all__ = [
     "Batch",
-    "SimulationError",
+    "DATA_FIELDS",
+    "DERIVED_MODES",
     "DIVERGENCE_WARNINGS",
-    "add_cfrc_ext_trigger",
-    "computes_cfrc_ext",
-    "setconst_inputs",
+    "MODEL_FIELDS",
+    "SimulationError",
+    "available_cores",
 ]
 
 logger = logging.getLogger("mjbatch_uni")
@@ -52,9 +71,17 @@ logger = logging.getLogger("mjbatch_uni")
 SimulationError = _mjbatch.SimulationError
 """MuJoCo raised an error (``mjERROR``) in some worlds of a call; re-exported from mujoco.batch."""
 
+DATA_FIELDS = _mjbatch.DATA_FIELDS
+"""MjData field names that :meth:`Batch.bind` accepts."""
+MODEL_FIELDS = _mjbatch.MODEL_FIELDS
+"""MjModel field names that :meth:`Batch.expand` accepts (options as ``"opt.<name>"``)."""
+
 _STAGE_NONE = int(mujoco.mjtStage.mjSTAGE_NONE)
 _STAGE_VEL = int(mujoco.mjtStage.mjSTAGE_VEL)
 _STAGE_ACC = int(mujoco.mjtStage.mjSTAGE_ACC)
+
+DERIVED_MODES: Dict[str, int] = {"current": _STAGE_VEL, "last_substep": _STAGE_NONE}
+"""``derived=`` values of :class:`Batch` and the stage each step ends with."""
 
 DIVERGENCE_WARNINGS: Tuple[int, ...] = (
     int(mujoco.mjtWarning.mjWARN_BADQPOS),
@@ -63,76 +90,54 @@ DIVERGENCE_WARNINGS: Tuple[int, ...] = (
 )
 """MuJoCo warnings that mean a world's state blew up (MuJoCo then auto-resets it to qpos0)."""
 
-# Derived fields every Batch binds at construction, so that they are copied out after every call
-# and valid from the first read on. cfrc_ext is added only if the model computes it.
-_OUTPUTS = ("sensordata", "xpos", "xquat", "cvel", "subtree_com")
+DEFAULT_OUTPUTS = ("sensordata", "xpos", "xquat", "cvel", "subtree_com")
+"""Derived fields a Batch binds at construction unless told otherwise (plus cfrc_ext when the
+model computes it), so that they are copied out after every call and valid from the first read."""
 
-# model fields mj_setConst reads (mujoco exposes the list privately; this is its 4.0 subset that
-# domain randomization touches, used only if the private attribute disappears)
-_SETCONST_FALLBACK = (
-    "qpos0", "body_pos", "body_quat", "body_ipos", "body_iquat", "body_mass", "body_inertia",
-    "dof_armature", "jnt_pos", "jnt_axis", "geom_size", "geom_pos", "geom_quat", "site_pos",
-    "site_quat", "actuator_gear",
-)
+_INTEGRATION = int(mujoco.mjtState.mjSTATE_INTEGRATION)
+_STATE_BITS = tuple(1 << i for i in range(_INTEGRATION.bit_length()) if _INTEGRATION >> i & 1)
+_QPOS_BIT = int(mujoco.mjtState.mjSTATE_QPOS)
+_QVEL_BIT = int(mujoco.mjtState.mjSTATE_QVEL)
 
 Ids = Union[None, int, Sequence[int], npt.NDArray[np.integer], npt.NDArray[np.bool_]]
 
 
-def setconst_inputs() -> Tuple[str, ...]:
-    """Names of the MjModel fields that mj_setConst reads (call set_const after writing one)."""
-    return tuple(getattr(mujoco.MjModel, "_setconst_inputs", _SETCONST_FALLBACK))
+def available_cores() -> int:
+    """Physical CPU cores this process may run on.
 
-
-def computes_cfrc_ext(model: mujoco.MjModel) -> bool:
-    """Whether ``mj_step`` on ``model`` computes ``cfrc_ext`` (and ``cacc``, ``cfrc_int``).
-
-    MuJoCo runs ``mj_rnePostConstraint`` inside a step only when the model has a sensor that
-    needs it (an accelerometer, force, torque, frame acceleration sensor, ...). This probes the
-    model directly: it applies a force to a body on a scratch ``MjData``, runs ``mj_forward`` and
-    checks whether ``cfrc_ext`` saw it, so it also respects disabled sensors.
-
-    Returns:
-        True if the model computes cfrc_ext during every step.
+    On Linux: the distinct (package, core) pairs of the CPUs in the process's affinity set,
+    read from ``/sys/devices/system/cpu/cpu*/topology`` (so SMT siblings count once); a CPU
+    without topology information counts as its own core. Elsewhere ``os.cpu_count()``.
     """
-    if model.nbody < 2:
-        return False
-    data = mujoco.MjData(model)
-    data.xfrc_applied[1] = (0.0, 0.0, 1.0, 0.0, 0.0, 0.0)
-    mujoco.mj_forward(model, data)
-    return bool(np.any(data.cfrc_ext[1] != 0))
+    if not hasattr(os, "sched_getaffinity"):
+        return os.cpu_count() or 1
+    cores = set()
+    for cpu in os.sched_getaffinity(0):
+        topo = f"/sys/devices/system/cpu/cpu{cpu}/topology/"
+        try:
+            with open(topo + "physical_package_id") as f:
+                package = f.read().strip()
+            with open(topo + "core_id") as f:
+                core = f.read().strip()
+            cores.add((package, core))
+        except OSError:
+            cores.add(("cpu", str(cpu)))
+    return max(1, len(cores))
 
 
-def add_cfrc_ext_trigger(spec: mujoco.MjSpec, name: str = "mjbatch_uni_cfrc_ext") -> None:
-    """Add a 3-value sensor to ``spec`` that makes every step compute ``cfrc_ext``.
-
-    The sensor is a ``framelinacc`` of the world body (always zero); its only effect is that
-    MuJoCo runs ``mj_rnePostConstraint`` once per substep, which costs about 1.5 us per step for a
-    14-body humanoid (a few per cent of a step). It does not change the trajectory. Compile the
-    spec afterwards. The sensor takes the last 3 entries of ``sensordata``.
-
-    Args:
-        spec: the model's spec, modified in place.
-        name: the sensor's name.
-    """
-    spec.add_sensor(
-        name=name,
-        type=mujoco.mjtSensor.mjSENS_FRAMELINACC,
-        objtype=mujoco.mjtObj.mjOBJ_BODY,
-        objname="world",
-    )
-
-
-def _available_cpus() -> int:
-    """CPUs this process may run on: its affinity set on Linux, else os.cpu_count()."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+def _did_you_mean(name: str, names) -> str:
+    close = difflib.get_close_matches(name, list(names), n=3)
+    return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:
     view = array.view()
     view.flags.writeable = False
     return view
+
+
+def _shown(rows: np.ndarray) -> str:
+    return ", ".join(str(r) for r in rows[:8]) + (", ..." if len(rows) > 8 else "")
 
 
 class Batch:
@@ -142,26 +147,35 @@ class Batch:
         model: the model; the batch keeps its own copy (per-world parameters go through
             :meth:`expand`, never through model copies).
         nworld: number of worlds, >= 1.
-        nthread: threads including the caller's; 0 means one per CPU available to the process
-            (``len(os.sched_getaffinity(0))`` on Linux, else ``os.cpu_count()``), after pinning
-            to ``cpu_ids`` if given.
+        nthread: threads including the caller's; 0 means one per physical core available to the
+            process (:func:`available_cores`, after pinning to ``cpu_ids`` if given; on systems
+            without affinity support, ``len(cpu_ids)`` if given).
         cpu_ids: CPUs to run on. On Linux this calls ``os.sched_setaffinity(0, cpu_ids)`` before
             the pool threads are created: it pins the calling thread, hence the pool (which
             inherits it, and which includes the calling thread) and every thread the caller
             creates afterwards, to that set. The OS schedules the threads within the set; they
             are not bound one per CPU. Elsewhere a notice is logged and the batch runs unpinned.
-        persistent: keep one ``MjData`` per world (default). Required for a free
-            ``mjSTAGE_VEL`` at the end of every step and for models with sleep or IPC. It costs
-            memory per world (measured ~0.2 MB for a 14-body humanoid; more for bigger models);
-            False keeps one ``MjData`` per thread and makes every step compute the velocity
-            stage again at the end (~10-20 % slower at nstep=4).
+        persistent: keep one ``MjData`` per world instead of one per thread. Makes
+            ``derived="current"`` free, and is required for models with sleep or IPC, but costs
+            memory per world (see the module docstring). Default False.
+        derived: ``"current"`` or ``"last_substep"``: what derived fields describe after a step
+            (module docstring).
+        outputs: derived MjData fields to copy out after every call, bound now so that they are
+            valid from the first read; default :data:`DEFAULT_OUTPUTS` plus ``cfrc_ext`` when the
+            model computes it. Fields bound later (``bind``, the properties) read zero until the
+            next call. Each costs a copy per world per call on the batch threads.
 
     Raises:
-        ValueError: nworld < 1, nthread < 0, or invalid cpu_ids.
+        ValueError: nworld < 1, nthread < 0, invalid cpu_ids, unknown derived mode or output.
 
     After construction every world is at the model's defaults (``qpos0``) with ``mj_forward``
     computed. The batch is a context manager; :meth:`close` releases the threads.
     Not thread-safe: use a Batch from one Python thread at a time.
+
+    Attributes:
+        transfer_stats: host-bridge counters, cumulative: ``ctrl_copies``/``ctrl_bytes`` (control
+            writes into the state rows), ``state_copies``/``state_bytes`` (qpos/qvel/state
+            writes), ``pack_copies``/``pack_bytes`` (:meth:`Packed.pull`).
     """
 
     def __init__(
@@ -171,33 +185,53 @@ class Batch:
         *,
         nthread: int = 0,
         cpu_ids: Optional[Sequence[int]] = None,
-        persistent: bool = True,
+        persistent: bool = False,
+        derived: str = "current",
+        outputs: Optional[Sequence[str]] = None,
     ):
         if int(nworld) < 1:
             raise ValueError(f"nworld must be >= 1, got {nworld}")
         if int(nthread) < 0:
-            raise ValueError(f"nthread must be >= 0 (0: one per available CPU), got {nthread}")
+            raise ValueError(f"nthread must be >= 0 (0: one per available core), got {nthread}")
+        if derived not in DERIVED_MODES:
+            raise ValueError(
+                f"derived must be one of {', '.join(map(repr, DERIVED_MODES))}, got {derived!r}"
+            )
         self._cpu_ids = None if cpu_ids is None else self._pin(cpu_ids)
-        nthread = int(nthread) or _available_cpus()
-        self._b = _mjbatch.Batch(model, int(nworld), nthread, persistent=persistent)
+        if int(nthread) == 0:
+            if self._cpu_ids is not None and not hasattr(os, "sched_setaffinity"):
+                nthread = len(self._cpu_ids)
+            else:
+                nthread = available_cores()
+            logger.debug("nthread=0: using %d threads (available cores)", nthread)
+        self._b = _mjbatch.Batch(model, int(nworld), int(nthread), persistent=bool(persistent))
         self.model = model
         self._nworld = int(nworld)
         self._closed = False
+        self._derived = derived
+        self._stage = DERIVED_MODES[derived]
+        self.transfer_stats = {
+            "ctrl_copies": 0, "ctrl_bytes": 0,
+            "state_copies": 0, "state_bytes": 0,
+            "pack_copies": 0, "pack_bytes": 0,
+        }
 
         # state fields: writable views of the state rows, kept private; the public ones are
-        # read-only so that writes go through step() and reset()
+        # read-only so that writes go through step(), reset() and set_state()
+        self._state = self._b.state  # (nworld, nstate) float64
         self._qpos = self._b.bind("qpos")
         self._qvel = self._b.bind("qvel")
         self._ctrl = self._b.bind("ctrl")
-        self._views = {
+        self._views: Dict[str, np.ndarray] = {
             "qpos": _readonly(self._qpos),
             "qvel": _readonly(self._qvel),
             "ctrl": _readonly(self._ctrl),
         }
         self.cfrc_ext_computed = computes_cfrc_ext(model)
-        outputs = _OUTPUTS + (("cfrc_ext",) if self.cfrc_ext_computed else ())
+        if outputs is None:
+            outputs = DEFAULT_OUTPUTS + (("cfrc_ext",) if self.cfrc_ext_computed else ())
         for name in outputs:
-            self._views[name] = self._b.bind(name)  # outputs are read-only already
+            self._output(name)
         self._warning = self._b.warning  # (nworld, mjNWARNING, 2) int32: (lastinfo, number)
         self._failed = np.zeros(self._nworld, bool)  # rows whose last call raised in MuJoCo
         self._b.reset(None, -1, stage=_STAGE_ACC)
@@ -244,6 +278,11 @@ class Batch:
         return self._b.persistent
 
     @property
+    def derived(self) -> str:
+        """``"current"`` or ``"last_substep"`` (see the module docstring)."""
+        return self._derived
+
+    @property
     def cpu_ids(self) -> Optional[Tuple[int, ...]]:
         """The CPUs given at construction, or None."""
         return self._cpu_ids
@@ -285,28 +324,28 @@ class Batch:
     @property
     def sensordata(self) -> np.ndarray:
         """(nworld, nsensordata) sensor readings (see the module docstring for their stage)."""
-        return self._view("sensordata")
+        return self._output("sensordata")
 
     @property
     def xpos(self) -> np.ndarray:
         """(nworld, nbody, 3) body frame positions, world frame, m."""
-        return self._view("xpos")
+        return self._output("xpos")
 
     @property
     def xquat(self) -> np.ndarray:
         """(nworld, nbody, 4) body frame orientations, wxyz."""
-        return self._view("xquat")
+        return self._output("xquat")
 
     @property
     def cvel(self) -> np.ndarray:
         """(nworld, nbody, 6) com-based velocities [ang rad/s, lin m/s], world-aligned, about
         ``subtree_com`` of each body's root body."""
-        return self._view("cvel")
+        return self._output("cvel")
 
     @property
     def subtree_com(self) -> np.ndarray:
         """(nworld, nbody, 3) centre of mass of each body's subtree, world frame, m."""
-        return self._view("subtree_com")
+        return self._output("subtree_com")
 
     @property
     def cfrc_ext(self) -> np.ndarray:
@@ -318,15 +357,9 @@ class Batch:
 
         Raises:
             ValueError: the model does not compute cfrc_ext (no sensor makes MuJoCo run
-                mj_rnePostConstraint); see :func:`add_cfrc_ext_trigger`.
+                mj_rnePostConstraint); see :func:`mjbatch_uni.add_cfrc_ext_trigger`.
         """
-        if not self.cfrc_ext_computed:
-            raise ValueError(
-                "cfrc_ext is not computed by this model: MuJoCo runs mj_rnePostConstraint in a "
-                "step only for models with an acceleration sensor (accelerometer, force, torque, "
-                "framelinacc, ...); add one, e.g. with mjbatch_uni.add_cfrc_ext_trigger(spec)"
-            )
-        return self._view("cfrc_ext")
+        return self._output("cfrc_ext")
 
     @property
     def warning(self) -> np.ndarray:
@@ -338,6 +371,22 @@ class Batch:
         self._check_open()
         return self._views[name]
 
+    def _output(self, name: str) -> np.ndarray:
+        """A derived field, bound on first use (read-only; zero until the next call if new)."""
+        self._check_open()
+        view = self._views.get(name)
+        if view is None:
+            if name == "cfrc_ext" and not self.cfrc_ext_computed:
+                raise ValueError(
+                    "cfrc_ext is not computed by this model: MuJoCo runs mj_rnePostConstraint in "
+                    "a step only for models with an acceleration sensor (accelerometer, force, "
+                    "torque, framelinacc, ...); add one, e.g. with "
+                    "mjbatch_uni.add_cfrc_ext_trigger(spec)"
+                )
+            view = self.bind(name)
+            self._views[name] = view
+        return view
+
     def bind(self, name: str) -> np.ndarray:
         """Live (nworld, ...) array of any MjData field, as :meth:`mujoco.batch.Batch.bind`.
 
@@ -347,35 +396,102 @@ class Batch:
         every call; one bound for the first time reads zero until the next call.
 
         Raises:
-            ValueError: unknown field, with close valid names.
+            ValueError: unknown field, with close valid names (all: :data:`DATA_FIELDS`).
         """
         self._check_open()
-        return self._b.bind(name)
+        try:
+            return self._b.bind(name)
+        except ValueError as e:
+            raise ValueError(f"{e}; valid names: mjbatch_uni.DATA_FIELDS") from None
+
+    # ------------------------------------------------------------------ the host bridge
+    def pack_layout(self, items: Sequence[_pack.PackItem]) -> _pack.PackLayout:
+        """The :class:`~mjbatch_uni.pack.PackLayout` of ``items`` (width, columns, shapes), to
+        allocate the packed array elsewhere (e.g. pinned memory) before :meth:`pack`.
+
+        Raises:
+            ValueError: an unknown item, an item twice, or an output this batch does not compute.
+            IndexError: an index outside the field's first axis.
+        """
+        self._check_open()
+        return _pack.build(self, items)[0]
+
+    def pack(
+        self, items: Sequence[_pack.PackItem], out: Optional[np.ndarray] = None
+    ) -> _pack.Packed:
+        """The packed host bridge for ``items``: one float32 row per world, filled by
+        :meth:`Packed.pull <mjbatch_uni.pack.Packed.pull>` (see :mod:`mjbatch_uni.pack`).
+
+        The new buffer is pulled once, so it is valid at once (outputs bound now read zero until
+        the next call: bind them at construction with ``outputs=``).
+
+        Args:
+            items: field names (state fields or outputs) or ``(output, index)`` pairs.
+            out: a writable C-contiguous float32 ``(nworld, width)`` array to fill, or None to
+                allocate one.
+
+        Returns:
+            The :class:`~mjbatch_uni.pack.Packed`.
+
+        Raises:
+            ValueError: as :meth:`pack_layout`; ``out`` of the wrong shape, dtype or layout.
+        """
+        self._check_open()
+        layout, runs = _pack.build(self, items)
+        packed = _pack.Packed(self, layout, runs, out)
+        packed.pull()
+        return packed
+
+    def _pack_source(self, name: str) -> Tuple[np.ndarray, int, Tuple[int, ...]]:
+        """(float64 (nworld, n) base rows, first column, per-world field shape) of a field."""
+        if name not in DATA_FIELDS:
+            raise ValueError(
+                f"unknown field {name!r} to pack{_did_you_mean(name, DATA_FIELDS)}; "
+                "valid names: mjbatch_uni.DATA_FIELDS"
+            )
+        if name == "cfrc_ext":
+            self._output(name)  # raises if the model does not compute it
+        arr = self._b.bind(name)
+        shape = tuple(arr.shape[1:])
+        if np.may_share_memory(arr, self._state):  # a state field: columns of the state rows
+            offset = arr.__array_interface__["data"][0] - self._state.__array_interface__["data"][0]
+            return self._state, offset // self._state.itemsize, shape
+        if arr.dtype != np.float64:
+            raise ValueError(f"{name} is {arr.dtype}; only floating-point fields can be packed")
+        self._views.setdefault(name, arr)
+        return arr.reshape(self._nworld, -1), 0, shape
+
+    def _count(self, kind: str, copies: int, nbytes: int) -> None:
+        self.transfer_stats[f"{kind}_copies"] += copies
+        self.transfer_stats[f"{kind}_bytes"] += int(nbytes)
 
     # ------------------------------------------------------------------ stepping
     def step(self, ctrl: Optional[npt.ArrayLike], nstep: int = 1) -> None:
-        """Hold ``ctrl`` for ``nstep`` physics steps in every world, then compute the position
-        and velocity stages at the new state. The GIL is released while the physics runs.
+        """Hold ``ctrl`` for ``nstep`` physics steps in every world; the GIL is released while
+        the physics runs. Derived fields afterwards: see ``derived`` (module docstring).
 
         A world in which MuJoCo raises an error (:class:`SimulationError`, e.g. its arena
         overflowed) keeps the state it had before the call, and the others run on: the call does
         not raise; the world is reported by :meth:`diverged` until it is reset, and a warning is
-        logged.
+        logged. A world whose state blows up (bad qpos/qvel/qacc) is auto-reset by MuJoCo and
+        reported by :meth:`diverged` likewise.
 
         Args:
-            ctrl: (nworld, nu) float32 or float64 controls, or None to keep the current ones.
+            ctrl: (nworld, nu) float32 or float64 controls (numpy, or anything ``np.asarray``
+                takes without a copy, such as a CPU torch tensor), or None to keep the current
+                ones. One vectorised copy into the state rows.
             nstep: physics steps (substeps), >= 1.
 
         Raises:
             ValueError: wrong ctrl shape or dtype, non-finite ctrl (naming the rows), nstep < 1.
         """
         self._check_open()
-        if ctrl is not None:
-            self._write_ctrl(ctrl)
         if int(nstep) < 1:
             raise ValueError(f"nstep must be >= 1, got {nstep}")
+        if ctrl is not None:
+            self._write_ctrl(ctrl)
         try:
-            self._b.step(None, int(nstep), _STAGE_VEL)
+            self._b.step(None, int(nstep), self._stage)
         except SimulationError as e:
             self._failed[e.ids] = True
             logger.warning("%s; reported by diverged() until reset", e)
@@ -389,12 +505,11 @@ class Batch:
             )
         if ctrl.dtype not in (np.float32, np.float64):
             raise ValueError(f"ctrl must be float32 or float64, got {ctrl.dtype}")
-        finite = np.isfinite(ctrl).all(axis=1)
-        if not finite.all():
-            rows = np.flatnonzero(~finite)
-            shown = ", ".join(str(r) for r in rows[:8]) + (", ..." if len(rows) > 8 else "")
-            raise ValueError(f"ctrl has non-finite values in {len(rows)} rows: {shown}")
+        if not np.isfinite(ctrl).all():
+            rows = np.flatnonzero(~np.isfinite(ctrl).all(axis=1))
+            raise ValueError(f"ctrl has non-finite values in {len(rows)} rows: {_shown(rows)}")
         np.copyto(self._ctrl, ctrl)
+        self._count("ctrl", 1, ctrl.size * 8)
 
     def forward(self, ids: Ids = None, stage: int = _STAGE_ACC) -> None:
         """Compute the forward stages up to ``stage`` (default: all, ``mj_forward``) for rows.
@@ -407,18 +522,26 @@ class Batch:
         rows, _ = self._rows(ids)
         self._call(self._b.forward, rows, stage=int(stage))
 
+    # ------------------------------------------------------------------ rows: read, write, reset
     def reset(
         self,
         ids: Ids = None,
         qpos: Optional[npt.ArrayLike] = None,
         qvel: Optional[npt.ArrayLike] = None,
         keyframe: Union[None, int, npt.ArrayLike] = None,
+        *,
+        dqpos: Optional[npt.ArrayLike] = None,
+        dqvel: Optional[npt.ArrayLike] = None,
     ) -> None:
-        """Reset rows to a keyframe, overwrite their qpos/qvel, and run ``mj_forward`` on them.
+        """Reset rows to a keyframe plus a perturbation, and run ``mj_forward`` on them: one call.
 
-        One call: ``reset(stage=mjSTAGE_NONE)`` (``mj_resetDataKeyframe``: qpos, qvel, act, ctrl
-        and mocap from the keyframe; time, warm start, applied forces and warning counters
-        cleared), then the state writes, then ``forward(ids)``. Other rows are untouched.
+        In order, for the rows ``ids`` only: ``mj_resetDataKeyframe`` (qpos, qvel, act, ctrl and
+        mocap from the keyframe; time, warm start, applied forces and warning counters cleared);
+        ``qpos``/``qvel`` overwrite the keyframe's if given; ``dqpos`` is integrated into qpos as
+        a velocity over 1 s (``mj_integratePos(m, qpos, dqpos, 1)``: joint-space offsets for
+        hinge and slide joints, and rotation vectors, local frame, for ball and free joints, so
+        quaternions stay unit); ``dqvel`` is added to qvel; then ``mj_forward``. Other rows are
+        untouched.
 
         Args:
             ids: rows, in any order (int array, sequence, or a (nworld,) bool mask); None for all.
@@ -426,23 +549,28 @@ class Batch:
             qvel: (k, nv) velocities likewise, or None.
             keyframe: keyframe index for every row, or one per row (k,); -1 for the model's
                 defaults; None for keyframe 0 if the model has keyframes, else the defaults.
+            dqpos: (k, nv) position perturbation (rad, m; tangent space), or None.
+            dqvel: (k, nv) velocity perturbation (rad/s, m/s), or None.
 
         Raises:
             IndexError: a row outside [0, nworld).
-            ValueError: duplicate rows, wrong qpos/qvel shape, non-finite qpos/qvel, bad keyframe.
+            ValueError: duplicate rows, wrong shapes, non-finite values, a bad keyframe.
             SimulationError: MuJoCo raised in the forward pass of some rows.
         """
         self._check_open()
         rows, order = self._rows(ids)
         if rows is not None and len(rows) == 0:
             return
-        values = self._state_values(rows, order, qpos, qvel)
+        values = self._state_values(rows, order, qpos=qpos, qvel=qvel, dqpos=dqpos, dqvel=dqvel)
         if keyframe is None:
             keyframe = 0 if self.model.nkey else -1
         keyframe = np.asarray(keyframe)
         if keyframe.ndim == 1 and order is not None:
             keyframe = keyframe[order]
-        self._b.reset(rows, keyframe, stage=_STAGE_NONE)
+        try:
+            self._b.reset(rows, keyframe, stage=_STAGE_NONE)
+        except ValueError as e:
+            raise ValueError(f"bad keyframe: {e} (the model has {self.model.nkey})") from None
         self._write_state(rows, values)
         self._failed[slice(None) if rows is None else rows] = False
         self._call(self._b.forward, rows, stage=_STAGE_ACC)
@@ -452,54 +580,133 @@ class Batch:
         ids: Ids,
         qpos: Optional[npt.ArrayLike] = None,
         qvel: Optional[npt.ArrayLike] = None,
+        *,
+        state: Optional[npt.ArrayLike] = None,
+        spec: int = _INTEGRATION,
     ) -> None:
-        """Overwrite qpos and/or qvel of rows mid-episode (e.g. a push), then ``mj_forward``.
+        """Overwrite rows' state mid-episode (e.g. a push), then ``mj_forward`` on them.
 
-        Time, ctrl, the solver warm start and the warning counters are kept; other rows are
-        untouched. Stepping on afterwards equals writing ``d.qpos``/``d.qvel`` of an MjData and
-        calling ``mj_step``.
+        ``state`` (components ``spec``, as ``mj_setState``) is written first, then ``qpos`` and
+        ``qvel``. What is not written is kept (time, ctrl, warm start, warning counters); other
+        rows are untouched. Stepping on afterwards equals writing an MjData's fields and calling
+        ``mj_step``.
 
         Args:
             ids: rows, in any order (int array, sequence, or a (nworld,) bool mask); None for all.
             qpos: (k, nq) positions for the k rows in the order of ``ids``, or None.
             qvel: (k, nv) velocities likewise, or None.
+            state: (k, mj_stateSize(spec)) state vectors, as from :meth:`get_state`, or None.
+            spec: the ``mjtState`` components of ``state``, within ``mjSTATE_INTEGRATION``.
 
         Raises:
             IndexError: a row outside [0, nworld).
-            ValueError: duplicate rows, wrong qpos/qvel shape, non-finite qpos/qvel.
+            ValueError: duplicate rows, wrong shapes, non-finite values, a bad spec.
             SimulationError: MuJoCo raised in the forward pass of some rows.
         """
         self._check_open()
         rows, order = self._rows(ids)
         if rows is not None and len(rows) == 0:
             return
-        self._write_state(rows, self._state_values(rows, order, qpos, qvel))
+        cols = self._state_columns(spec) if state is not None else None
+        values = self._state_values(rows, order, qpos=qpos, qvel=qvel, state=(state, cols))
+        self._write_state(rows, values)
         self._call(self._b.forward, rows, stage=_STAGE_ACC)
 
-    def _state_values(self, rows, order, qpos, qvel) -> dict:
-        """Checked qpos/qvel arrays, reordered to the sorted rows."""
+    def get_state(self, ids: Ids = None, spec: int = _INTEGRATION) -> np.ndarray:
+        """(k, mj_stateSize(spec)) copy of the rows' state components ``spec``, as
+        ``mj_getState``, in the order of ``ids`` (all rows if None).
+
+        Raises:
+            IndexError: a row outside [0, nworld).
+            ValueError: duplicate rows, a spec outside ``mjSTATE_INTEGRATION``.
+        """
+        self._check_open()
+        rows, order = self._rows(ids)
+        cols = self._state_columns(spec)
+        sel = slice(None) if rows is None else rows
+        out = self._state[sel][:, cols] if not isinstance(cols, slice) else self._state[sel, cols]
+        out = np.array(out)
+        if order is not None:  # back to the caller's order
+            back = np.empty_like(order)
+            back[order] = np.arange(len(order))
+            out = out[back]
+        return out
+
+    def _state_columns(self, spec: int) -> Union[slice, np.ndarray]:
+        spec = int(spec)
+        if spec <= 0 or spec & ~_INTEGRATION:
+            raise ValueError(
+                f"spec must be a non-empty set of mjtState components within "
+                f"mjSTATE_INTEGRATION={_INTEGRATION}, got {spec}"
+            )
+        parts = []
+        for bit in _STATE_BITS:
+            if spec & bit:
+                offset, size = self._b._component(bit)
+                parts.append(np.arange(offset, offset + size))
+        cols = np.concatenate(parts) if parts else np.zeros(0, int)
+        if len(cols) and (np.diff(cols) == 1).all():
+            return slice(int(cols[0]), int(cols[-1]) + 1)
+        return cols
+
+    def _state_values(self, rows, order, **arrays) -> dict:
+        """Checked arrays, reordered to the sorted rows."""
         n = self._nworld if rows is None else len(rows)
+        widths = {"qpos": ("nq", self.model.nq), "qvel": ("nv", self.model.nv),
+                  "dqpos": ("nv", self.model.nv), "dqvel": ("nv", self.model.nv)}
         values = {}
-        for name, arr, width in (("qpos", qpos, self.model.nq), ("qvel", qvel, self.model.nv)):
-            if arr is None:
-                continue
+        for name, arr in arrays.items():
+            if name == "state":
+                arr, cols = arr
+                if arr is None:
+                    continue
+                nc = cols.stop - cols.start if isinstance(cols, slice) else len(cols)
+                w, width = "mj_stateSize(spec)", nc
+            else:
+                if arr is None:
+                    continue
+                w, width = widths[name]
             arr = np.asarray(arr)
             if arr.shape != (n, width):
-                w = "nq" if name == "qpos" else "nv"
                 raise ValueError(
                     f"{name} must have shape (len(ids)={n}, {w}={width}), got {arr.shape}"
                 )
+            if arr.dtype.kind not in "fiu":
+                raise ValueError(f"{name} must be a float array, got {arr.dtype}")
             finite = np.isfinite(arr).all(axis=1)
             if not finite.all():
                 bad = np.flatnonzero(~finite)
                 raise ValueError(f"{name} has non-finite values in rows {bad[:8].tolist()} of ids")
-            values[name] = arr if order is None else arr[order]
+            arr = arr if order is None else arr[order]
+            values[name] = (arr, cols) if name == "state" else arr
         return values
 
     def _write_state(self, rows, values: dict) -> None:
         sel = slice(None) if rows is None else rows
-        for name, arr in values.items():
-            (self._qpos if name == "qpos" else self._qvel)[sel] = arr
+        n = self._nworld if rows is None else len(rows)
+        if "state" in values:
+            arr, cols = values["state"]
+            if isinstance(cols, slice):
+                self._state[sel, cols] = arr
+            else:
+                block = self._state[sel]
+                block[:, cols] = arr
+                self._state[sel] = block
+            self._count("state", 1, arr.size * 8)
+        for name in ("qpos", "qvel"):
+            if name in values:
+                (self._qpos if name == "qpos" else self._qvel)[sel] = values[name]
+                self._count("state", 1, values[name].size * 8)
+        if "dqpos" in values:
+            q = np.array(self._qpos[sel])
+            dq = np.ascontiguousarray(values["dqpos"], dtype=np.float64)
+            for i in range(n):
+                mujoco.mj_integratePos(self.model, q[i], dq[i], 1.0)
+            self._qpos[sel] = q
+            self._count("state", 1, q.size * 8)
+        if "dqvel" in values:
+            self._qvel[sel] += values["dqvel"]
+            self._count("state", 1, values["dqvel"].size * 8)
 
     def _call(self, fn, rows: Optional[np.ndarray], **kwargs) -> None:
         try:
@@ -515,7 +722,8 @@ class Batch:
         A row is diverged if its qpos or qvel is non-finite, if MuJoCo raised one of
         :data:`DIVERGENCE_WARNINGS` in it (bad qpos, qvel or qacc; MuJoCo then auto-resets the
         world to the model defaults, so its state looks finite but is not the trajectory), or if
-        its last call raised a :class:`SimulationError`. Reset such rows.
+        its last call raised a :class:`SimulationError`. The other rows are unaffected and the
+        batch keeps stepping all of them; reset the diverged rows.
         """
         self._check_open()
         bad = (self._warning[:, DIVERGENCE_WARNINGS, 1] > 0).any(axis=1)
@@ -526,7 +734,7 @@ class Batch:
     def error(self, world: int) -> str:
         """MuJoCo's message for the error ``world`` raised in its last call, or ''."""
         self._check_open()
-        return self._b.error(int(world))
+        return self._b.error(self._row(world))
 
     # ------------------------------------------------------------------ model parameters
     def expand(self, name: str) -> np.ndarray:
@@ -536,19 +744,71 @@ class Batch:
         Option fields are named ``"opt.<name>"``. A write takes effect at each world's next
         call; after writing a field that ``mj_setConst`` reads (:func:`setconst_inputs`:
         ``body_mass``, ``body_ipos``, ``body_inertia``, ``dof_armature``, ...; or an option
-        field), call :meth:`set_const` for the rows. Memory: one row of this field per world,
-        never a model copy per world.
+        field), call :meth:`set_const` for the rows (:meth:`set_model_field` does both).
+        Memory: one row of this field per world, never a model copy per world.
+
+        Raises:
+            ValueError: not an expandable field, with close valid names (all: MODEL_FIELDS).
+        """
+        self._check_open()
+        try:
+            return self._b.expand(name)
+        except ValueError as e:
+            raise ValueError(f"{e}; valid names: mjbatch_uni.MODEL_FIELDS") from None
+
+    def set_model_field(self, name: str, ids: Ids, values: npt.ArrayLike) -> None:
+        """Give rows ``ids`` their own values of floating-point model field ``name``: one call.
+
+        Expands the field (per-world storage of that one field, never a model copy), writes the
+        rows, and runs ``mj_setConst`` on them when the field is one it reads
+        (:func:`setconst_inputs`) or an option. Acts from each row's next call; the state and
+        derived fields are not recomputed. Typical domain randomization: ``geom_friction``
+        (ngeom, 3); ``body_mass`` (nbody,) kg; ``body_ipos`` (nbody, 3) m, the CoM offset in the
+        body frame; position-actuator gains ``actuator_gainprm[:, 0]`` = kp together with
+        ``actuator_biasprm[:, 1]`` = -kp and ``actuator_biasprm[:, 2]`` = -kv.
+
+        Args:
+            name: MjModel field, or ``"opt.<field>"`` for an option.
+            ids: rows, in any order (int array, sequence, or a (nworld,) bool mask); None for all.
+            values: (k, *field_shape) float values in the order of ``ids``.
+
+        Raises:
+            ValueError: unknown or non-float field (with close valid names), wrong values shape,
+                non-finite values, duplicate rows.
+            IndexError: a row outside [0, nworld).
+        """
+        self._check_open()
+        rows, order = self._rows(ids)
+        field = self.expand(name)
+        if field.dtype.kind != "f":
+            raise ValueError(f"{name} is {field.dtype}; set_model_field sets floating-point fields")
+        n = self._nworld if rows is None else len(rows)
+        values = np.asarray(values)
+        expected = (n, *field.shape[1:])
+        if values.shape != expected:
+            raise ValueError(
+                f"values for {name} must have shape (len(ids)={n}, "
+                f"{', '.join(map(str, field.shape[1:]))}), got {values.shape}"
+            )
+        if not np.isfinite(values).all():
+            raise ValueError(f"values for {name} must be finite")
+        if order is not None:
+            values = values[order]
+        field[slice(None) if rows is None else rows] = values
+        if name in setconst_inputs() or name.startswith("opt."):
+            self._call(self._b.set_const, rows)
+
+    def model_values(self, name: str) -> np.ndarray:
+        """(nworld, *field_shape) read-only per-world values of a model field, expanded or not.
 
         Raises:
             ValueError: not an expandable field, with close valid names.
         """
         self._check_open()
-        return self._b.expand(name)
-
-    def model_values(self, name: str) -> np.ndarray:
-        """(nworld, *field_shape) read-only per-world values of a model field, expanded or not."""
-        self._check_open()
-        values = self._b.expanded(name)
+        try:
+            values = self._b.expanded(name)
+        except ValueError as e:
+            raise ValueError(f"{e}; valid names: mjbatch_uni.MODEL_FIELDS") from None
         if values is not None:
             return values
         if name.startswith("opt."):
@@ -566,11 +826,12 @@ class Batch:
         """
         self._check_open()
         rows, _ = self._rows(ids)
-        self._b.set_const(rows)
+        self._call(self._b.set_const, rows)
 
     # ------------------------------------------------------------------ one world
     def get_data(self, world: int, data: Optional[mujoco.MjData] = None) -> mujoco.MjData:
-        """World ``world``'s MjData (in a persistent batch, with its derived fields)."""
+        """World ``world``'s MjData: its state, and in a persistent batch its derived fields
+        (else run ``mj_forward(batch.get_model(world), data)`` for them)."""
         self._check_open()
         return self._b.get_data(self._row(world), data)
 
@@ -631,7 +892,7 @@ class Batch:
             return
         self._closed = True
         self._views = {}
-        self._qpos = self._qvel = self._ctrl = self._warning = None
+        self._qpos = self._qvel = self._ctrl = self._warning = self._state = None
         self._b = None
 
     def __enter__(self) -> "Batch":
@@ -643,5 +904,5 @@ class Batch:
     def __repr__(self) -> str:
         if self._closed:
             return f"Batch(nworld={self._nworld}, closed)"
-        state = f"nthread={self.nthread}, persistent={self.persistent}"
+        state = f"nthread={self.nthread}, persistent={self.persistent}, derived={self._derived!r}"
         return f"Batch(nworld={self._nworld}, {state})"

@@ -1,6 +1,8 @@
 """The ``unilab`` command.
 
     unilab train --algo sac --task g1_walk_flat --sim mujoco algo.max_iterations=100
+    unilab play latest            # roll out the last checkpoint, print returns, write an mp4
+    unilab export latest          # policy.onnx with metadata, verified against torch
     unilab plugins
 
 Bad input (unknown name, key or value) prints one ``error:`` line and exits with code 2.
@@ -13,6 +15,8 @@ import sys
 from typing import List, Optional
 
 import typer
+
+from unilab.deploy import DEFAULT_ATOL, DEFAULT_NUM_ENVS, DEFAULT_STEPS
 
 app = typer.Typer(
     add_completion=False,
@@ -62,6 +66,107 @@ def train(
         typer.echo(f"training {exc}: checkpoint and run_summary.json saved", err=True)
         raise typer.Exit(130 if exc.signum == 2 else 143)
     typer.echo(f"run directory: {run_dir}")
+    _echo_play_and_export(run_dir)
+
+
+def _echo_play_and_export(run_dir) -> None:
+    """One line each for the play and export that ended training (from run_summary.json)."""
+    import json
+
+    try:
+        summary = json.loads((run_dir / "run_summary.json").read_text())
+    except (OSError, ValueError):
+        return
+    play, onnx = summary.get("play"), summary.get("onnx")
+    if summary.get("video"):
+        typer.echo(f"video: {run_dir / summary['video']}")
+    if play and play.get("error"):
+        typer.echo(f"warning: play: {play['error']}", err=True)
+    if onnx and onnx.get("path"):
+        typer.echo(f"onnx: {run_dir / onnx['path']} (max |onnx - torch| {onnx['max_abs_diff']:.3g})")
+    if onnx and onnx.get("error"):
+        typer.echo(f"warning: export: {onnx['error']}", err=True)
+
+
+_RUN_HELP = "run directory, or 'latest' (the newest run under --log-dir)"
+
+
+@app.command(context_settings={"allow_extra_args": False})
+def play(
+    run: str = typer.Argument(..., help=_RUN_HELP),
+    checkpoint: Optional[str] = typer.Option(
+        None, "--checkpoint", help="checkpoint in the run, e.g. model_100.pt (default: model_last.pt)"
+    ),
+    num_envs: int = typer.Option(DEFAULT_NUM_ENVS, "--num-envs", help="worlds rolled out; the video shows world 0"),
+    steps: int = typer.Option(DEFAULT_STEPS, "--steps", help="env steps (250 = 5 s at 50 Hz)"),
+    video: Optional[str] = typer.Option(
+        None, "--video", help="mp4 to write (default: <run>/videos/play_<iteration>.mp4)"
+    ),
+    no_video: bool = typer.Option(False, "--no-video", help="roll out and report, no rendering"),
+    width: int = typer.Option(640, "--width", help="frame width, pixels (even)"),
+    height: int = typer.Option(480, "--height", help="frame height, pixels (even)"),
+    fps: Optional[float] = typer.Option(
+        None, "--fps", help="control rate / a whole number (default: the highest such <= 30)"
+    ),
+    log_dir: str = typer.Option("logs", "--log-dir", help="where 'latest' looks"),
+    overrides: Optional[List[str]] = typer.Argument(
+        None, help="key.sub=value over the run's config and the play settings, e.g. env.commands.lin_vel_x=[1,1]"
+    ),
+) -> None:
+    """Roll a checkpoint's policy out: episode return and length, and an mp4.
+
+    The deterministic policy runs with the task's play settings (no noise, no pushes, a fixed
+    command); the video shows world 0, rendered offscreen by MuJoCo (EGL or OSMesa). Exit 2 on bad
+    input, 1 when the video could not be written.
+    """
+    from unilab.deploy.play import play as run_play
+    from unilab.train import UserError
+
+    try:
+        result = run_play(
+            run, checkpoint=checkpoint, num_envs=num_envs, steps=steps, video=video,
+            record_video=not no_video, width=width, height=height, fps=fps, log_dir=log_dir,
+            overrides=overrides or [],
+        )
+    except UserError as exc:
+        _fail(str(exc))
+    for line in result.lines():
+        typer.echo(line)
+    if result.video_error:
+        _fail(result.video_error, 1)
+
+
+@app.command(context_settings={"allow_extra_args": False})
+def export(
+    run: str = typer.Argument(..., help=_RUN_HELP),
+    checkpoint: Optional[str] = typer.Option(
+        None, "--checkpoint", help="checkpoint in the run, e.g. model_100.pt (default: model_last.pt)"
+    ),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="ONNX file (default: <run>/policy.onnx)"),
+    atol: float = typer.Option(DEFAULT_ATOL, "--atol", help="largest |onnx - torch| accepted"),
+    log_dir: str = typer.Option("logs", "--log-dir", help="where 'latest' looks"),
+) -> None:
+    """Write policy.onnx and check it against the torch policy.
+
+    The normalizer is in the graph; the observation layout, joint names, action scale and offsets,
+    default pose and control rate are metadata. Checked with onnx.checker, then compared with torch
+    in onnxruntime on random and recorded observations. Exit 2 on bad input, 1 when the export
+    fails or the difference exceeds --atol.
+    """
+    from unilab.deploy.export import ExportError
+    from unilab.deploy.export import export as run_export
+    from unilab.train import UserError
+
+    try:
+        result = run_export(run, checkpoint=checkpoint, output=output, atol=atol, log_dir=log_dir)
+    except UserError as exc:
+        _fail(str(exc))
+    except ExportError as exc:
+        _fail(str(exc), 1)
+    for line in result.lines():
+        typer.echo(line)
+    if not result.verified:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -1,7 +1,9 @@
 """The three plugin registries UniLab trains from: backends, algorithms, tasks.
 
 Each registry loads its entry-point group lazily, once, with every plugin isolated (see
-:mod:`unisim._plugins`). ``unilab plugins`` prints them all.
+:mod:`unisim._plugins`). ``unilab plugins`` prints them all; ``scripts/workspace.py verify`` loads
+them strictly through :func:`all_registries` (``[workspace] plugins`` in workspace.toml). How to write
+a plugin: docs/plugins.md.
 """
 
 from __future__ import annotations

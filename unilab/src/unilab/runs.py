@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from datetime import datetime
@@ -51,33 +50,30 @@ def _repo_root() -> Path | None:
 
 
 def workspace_state() -> dict[str, Any]:
-    """Pins of workspace.toml and each package's git commit and dirtiness, where available."""
-    root = _repo_root()
-    if root is None:
-        return {"workspace": None}
-    out: dict[str, Any] = {"root": str(root), "packages": {}}
-    try:
-        import tomllib
+    """The workspace pins and each package's git state, for ``run_config.json``.
 
-        manifest = tomllib.loads((root / "workspace.toml").read_text())
+    Delegates to ``scripts/workspace.py`` (:func:`workspace_record`), the one reader of
+    ``workspace.toml``: per package its location (path or git URL), pinned and installed versions,
+    pinned and current commits, whether its tree is dirty and whether it is at its pin. Never
+    raises: outside a workspace it returns ``{"workspace": None}``, and a problem reading the
+    manifest is recorded as ``{"root": ..., "error": ...}``.
+    """
+    root = _repo_root()
+    if root is None or not (root / "scripts" / "workspace.py").exists():
+        return {"workspace": None}
+    try:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            "_unilab_workspace_tool", root / "scripts" / "workspace.py"
+        )
+        tool = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = tool  # dataclasses look their module up there
+        spec.loader.exec_module(tool)  # type: ignore[union-attr]
+        record = tool.workspace_record(tool.load_manifest(root / "workspace.toml"))
+        return {"root": str(root), **record}
     except Exception as exc:  # noqa: BLE001 - recorded, never fatal
-        return {"root": str(root), "error": str(exc)}
-    for name, pkg in manifest.get("packages", {}).items():
-        entry = {"version": pkg.get("version"), "pinned_commit": pkg.get("commit")}
-        try:
-            commit = subprocess.run(
-                ["git", "log", "-1", "--format=%H", "--", pkg["path"]],
-                cwd=root, capture_output=True, text=True, timeout=10,
-            ).stdout.strip()
-            dirty = subprocess.run(
-                ["git", "status", "--porcelain", "--", pkg["path"]],
-                cwd=root, capture_output=True, text=True, timeout=10,
-            ).stdout.strip()
-            entry.update(commit=commit or None, dirty=bool(dirty))
-        except (OSError, subprocess.SubprocessError):
-            entry.update(commit=None, dirty=None)
-        out["packages"][name] = entry
-    return out
+        return {"root": str(root), "error": f"{type(exc).__name__}: {exc}"}
 
 
 def hardware_info() -> dict[str, Any]:

@@ -24,6 +24,8 @@ from unilab.config import ConfigError, build_run_model, owner_config_files, reso
 from unilab.plugins import TASKS
 from unilab_rl.device import resolve_device
 from unilab_rl.registry import ALGORITHMS
+from unisim import CapabilityError
+from unisim._plugins import PluginError
 from unisim._registry import BACKENDS
 
 log = logging.getLogger(__name__)
@@ -59,6 +61,8 @@ def _lookup(registry, name: str, flag: str):
         return registry.get(name)
     except KeyError as exc:
         raise UserError(f"{flag}: {exc.args[0]}") from None
+    except PluginError as exc:  # strict mode: a broken plugin is fatal, reported as one line
+        raise UserError(f"{flag}: {exc}") from None
 
 
 def seed_everything(seed: int) -> None:
@@ -114,6 +118,9 @@ def train(
     except ValueError as exc:
         raise UserError(f"training.device: {exc}") from None
 
+    if device.type == "cuda":
+        # TF32 matrix products for the learner (about 3e-4 relative error, METHOD.md), as FlashSAC.
+        torch.set_float32_matmul_precision("high")
     algo_cfg = _algo_config(algo_reg, cfg)
     try:
         env = task_reg.item.make_env(
@@ -127,12 +134,21 @@ def train(
         )
     except (ValueError, FileNotFoundError) as exc:
         raise UserError(f"could not build task {task!r}: {exc}") from None
+    except CapabilityError as exc:
+        raise UserError(
+            f"--sim {sim}: {exc}; turn off what needs it (e.g. env.domain_randomization.enabled=false)"
+        ) from None
 
     try:
         agent = algo_reg.item.make_agent(env, algo_cfg, device)
-        return _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, device, argv)
+        run_dir = _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, device, argv)
     finally:
         env.close()
+    if not cfg.training.no_play:  # video + ONNX of the last checkpoint; failures are recorded only
+        from unilab.deploy import after_training
+
+        after_training(run_dir)
+    return run_dir
 
 
 def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, device, argv) -> Path:
@@ -255,7 +271,20 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             learn_wall_time_s=round(elapsed, 3),
             **stats,
         )
+        summary.update(plot=_write_plot(run_dir, env.num_envs))  # after the final summary
     return run_dir
+
+
+def _write_plot(run_dir: Path, num_envs: int) -> str:
+    """Write ``learning_curve.png`` (:mod:`unilab.plots`); never raises. Returns the summary's
+    ``plot`` field: the file name, or ``"failed: <error>"`` (a plot never fails a run)."""
+    try:
+        from unilab.plots import write_learning_curve
+
+        return write_learning_curve(run_dir, num_envs=num_envs).name
+    except Exception as exc:  # noqa: BLE001 - recorded in the summary, never fatal
+        log.warning("learning curve not written: %s", exc)
+        return f"failed: {type(exc).__name__}: {exc}"
 
 
 class _Progress:

@@ -1,9 +1,13 @@
 """ManagerBasedRlEnv: a batched RL env assembled from term dicts on a unisim backend.
 
 It satisfies :class:`unilab_rl.VecEnv`. One env step: process the action into joint targets, step
-the physics ``decimation`` times, update commands, evaluate terminations (terminated vs time-out
-truncation), rewards (``weight * term * step_dt``), observations, then reset the rows that ended
-and fire interval events (pushes).
+the physics ``decimation`` times, refresh the robot view and the contact sensors, update commands,
+evaluate terminations (terminated vs time-out truncation), rewards (``weight * term * step_dt``),
+observations, then reset the rows that ended and fire interval events (pushes).
+
+Everything is batched over rows in torch; no Python loop runs over envs. Observations are computed
+once per step when no row ends; otherwise a second time, and only the ended rows take the new
+values (the others keep exactly the ``final_obs`` values, noise included).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import Any, Callable
 
 import torch
 
+from unilab.envs.contact import ContactSensor, ContactSensorCfg
 from unilab.envs.managers import (
     EventManager,
     EventTerm,
@@ -43,6 +48,8 @@ class EnvCfg:
         commands: name -> factory ``f(env) -> command`` with ``command`` (N, d) and
             ``update(dt)`` / ``reset(env_ids)``.
         tracked_bodies: bodies the backend reports poses and velocities for.
+        contact_sensors: name -> :class:`~unilab.envs.contact.ContactSensorCfg`; the MJCF must
+            contain their MuJoCo sensors (:func:`~unilab.envs.contact.add_contact_sensors`).
         noise: whether actor observation noise is applied.
     """
 
@@ -57,6 +64,7 @@ class EnvCfg:
     events: dict[str, EventTerm] = field(default_factory=dict)
     commands: dict[str, Callable[["ManagerBasedRlEnv"], Any]] = field(default_factory=dict)
     tracked_bodies: tuple[str, ...] = ()
+    contact_sensors: dict[str, ContactSensorCfg] = field(default_factory=dict)
     noise: bool = True
 
 
@@ -70,6 +78,13 @@ class ManagerBasedRlEnv:
         nthread: physics threads (0: all cores).
         cpu_ids: optional cores to pin physics to.
         seed: seed of the env's torch generator (commands, events, noise draw from it).
+
+    Attributes (besides the VecEnv ones):
+        backend: the :class:`unisim.SimBackend`.
+        robot: :class:`~unilab.envs.robot.RobotView` of the robot.
+        contact_sensors: name -> :class:`~unilab.envs.contact.ContactSensor`.
+        step_dt: env step, s (``decimation * dt``).
+        episode_length: (N,) int64 env steps since each row's reset.
     """
 
     def __init__(
@@ -96,8 +111,7 @@ class ManagerBasedRlEnv:
         )
         self.device = self.backend.device
         self.generator = torch.Generator(device=self.device)
-        self.generator.manual_seed(seed)
-        torch.manual_seed(seed)  # noise via rand_like uses the global generator
+        self.generator.manual_seed(seed)  # commands, events and observation noise draw from it
         self.meta = RobotMeta.from_mjcf(cfg.mjcf, cfg.joint_names)
         self.robot = RobotView(self.backend, self.meta)
         self.step_dt = self.meta.dt * cfg.decimation
@@ -105,6 +119,9 @@ class ManagerBasedRlEnv:
         self.max_episode_length = int(round(cfg.episode_length_s / self.step_dt))
         self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=self.device)
 
+        self.contact_sensors = {
+            name: ContactSensor(self, name, c) for name, c in cfg.contact_sensors.items()
+        }
         self.action_manager = JointPositionAction(self, cfg.action_scale)
         self.num_actions = self.action_manager.dim
         self.action_low = self.action_manager.low
@@ -134,6 +151,8 @@ class ManagerBasedRlEnv:
         ctrl = self.action_manager.process(actions.to(self.device, torch.float32))
         self.backend.step(ctrl, self.cfg.decimation)
         self.robot.refresh()
+        for sensor in self.contact_sensors.values():
+            sensor.update(self.step_dt)
         self.episode_length += 1
         for command in self.commands.values():
             command.update(self.step_dt)
@@ -146,9 +165,12 @@ class ManagerBasedRlEnv:
         log: dict[str, float] = {}
         if len(done_ids):
             log = self._reset_rows(done_ids)
-            obs = self.observation_manager.compute()
+            fresh = self.observation_manager.compute(done_ids)
+            obs = {g: final_obs[g].index_put((done_ids,), fresh[g]) for g in fresh}
         else:
             obs = final_obs
+        # Interval events (pushes) act after the observation: the policy sees their effect in the
+        # next step's observation, as an unobserved disturbance of this transition.
         self.event_manager.step()
         return obs, reward, terminated, truncated, {"final_obs": final_obs, "log": log}
 
@@ -165,6 +187,8 @@ class ManagerBasedRlEnv:
         self.backend.reset(env_ids)
         self.event_manager.apply("reset", env_ids)
         self.robot.refresh()
+        for sensor in self.contact_sensors.values():
+            sensor.reset(env_ids)
         self.action_manager.reset(env_ids)
         for command in self.commands.values():
             command.reset(env_ids)

@@ -99,56 +99,125 @@ class JointPositionAction:
 
 # ============================================================================ observations
 class ObservationManager:
-    """Concatenates each group's terms into one (N, d) float32 tensor per group."""
+    """Concatenates each group's terms into one (N, d) float32 tensor per group.
+
+    Per :meth:`compute` call, a term function with the same parameters is evaluated once even if
+    several groups use it (the critic reuses the actor's terms), and each group draws its noise in
+    one call from the env's generator: ``value + U(-1, 1) * noise`` per dimension, zero for
+    noise-free terms (mjlab ``UniformNoiseCfg``).
+
+    Attributes:
+        dims: group -> observation width.
+        layout: group -> list of (term name, start, stop) column ranges.
+        noise_enabled: add the terms' noise (the env sets it from ``EnvCfg.noise``).
+    """
 
     def __init__(self, env: "ManagerBasedRlEnv", groups: dict[str, dict[str, ObsTerm]]) -> None:
         self.env = env
         self.groups = groups
         self.noise_enabled = True
-        self.dims = {g: int(self._group(g, noise=False).shape[1]) for g in groups}
+        self.dims: dict[str, int] = {}
+        self.layout: dict[str, list[tuple[str, int, int]]] = {}
+        self._noise: dict[str, tuple[slice | torch.Tensor, torch.Tensor] | None] = {}
+        cache: dict = {}
+        for g, terms in groups.items():
+            start, scales, layout = 0, [], []
+            for name, term in terms.items():
+                width = int(self._eval(term, cache).shape[1])
+                layout.append((name, start, start + width))
+                scales.append(torch.full((width,), float(term.noise or 0.0)))
+                start += width
+            self.dims[g] = start
+            self.layout[g] = layout
+            scale = torch.cat(scales) if scales else torch.zeros(0)
+            cols = (scale != 0).nonzero(as_tuple=False).flatten()
+            if len(cols) == 0:
+                self._noise[g] = None
+            else:  # noise only the noisy columns: one draw of (N, len(cols)) per compute
+                sel = _as_slice(cols)
+                self._noise[g] = (sel if isinstance(sel, slice) else sel.to(env.device),
+                                  scale[cols].to(env.device))
 
-    def _group(self, group: str, noise: bool) -> torch.Tensor:
-        parts = []
-        for term in self.groups[group].values():
-            value = term.func(self.env, **term.params)
-            if noise and term.noise:
-                value = value + (torch.rand_like(value) * 2.0 - 1.0) * term.noise
-            parts.append(value)
-        return torch.cat(parts, dim=1)
+    def _eval(self, term: ObsTerm, cache: dict) -> torch.Tensor:
+        try:
+            key = (term.func, tuple(sorted(term.params.items())))
+            hash(key)
+        except TypeError:  # unhashable params (e.g. a tensor): no sharing
+            return term.func(self.env, **term.params)
+        if key not in cache:
+            cache[key] = term.func(self.env, **term.params)
+        return cache[key]
 
-    def compute(self) -> dict[str, torch.Tensor]:
-        """group -> (N, dims[group]) float32."""
-        return {g: self._group(g, noise=self.noise_enabled) for g in self.groups}
+    def compute(self, env_ids: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """group -> (N, dims[group]) float32, each a new tensor; with ``env_ids`` (k,) only those
+        rows, (k, dims[group]) (terms still run on all rows; noise is drawn for k rows)."""
+        cache: dict = {}
+        out = {}
+        for g, terms in self.groups.items():
+            obs = torch.cat([self._eval(t, cache) for t in terms.values()], dim=1)
+            if env_ids is not None:
+                obs = obs[env_ids]
+            noise = self._noise[g]
+            if self.noise_enabled and noise is not None:
+                cols, scale = noise
+                u = torch.rand((obs.shape[0], len(scale)), device=obs.device,
+                               generator=self.env.generator)
+                u.mul_(2.0).sub_(1.0).mul_(scale)
+                if isinstance(cols, slice):
+                    obs[:, cols] += u
+                else:
+                    obs[:, cols] = obs[:, cols] + u
+            out[g] = obs
+        return out
+
+
+def _as_slice(index: torch.Tensor) -> slice | torch.Tensor:
+    """``slice(a, a + n)`` when ``index`` is ``a, a+1, ..., a+n-1``, else ``index``."""
+    n = len(index)
+    if n and torch.equal(index.cpu(), torch.arange(int(index[0]), int(index[0]) + n)):
+        return slice(int(index[0]), int(index[0]) + n)
+    return index
 
 
 # ============================================================================ rewards
 class RewardManager:
-    """Sums ``weight * term * step_dt`` and keeps each term's episode sum for logging."""
+    """Sums ``weight * term * step_dt`` and keeps each term's episode sum for logging.
+
+    Terms with weight 0 are not evaluated. A non-finite term value counts as 0.
+
+    Attributes:
+        names: the evaluated terms, in column order of ``episode_sums``.
+        episode_sums: (N, T) float32 weighted sums of the running episodes.
+    """
 
     def __init__(self, env: "ManagerBasedRlEnv", terms: dict[str, RewardTerm]) -> None:
         self.env = env
         self.terms = {k: t for k, t in terms.items() if t.weight != 0.0}
-        self.episode_sums = {
-            k: torch.zeros(env.num_envs, device=env.device) for k in self.terms
-        }
+        self.names = list(self.terms)
+        self._scale = torch.tensor(
+            [t.weight * env.step_dt for t in self.terms.values()], device=env.device
+        )
+        self.episode_sums = torch.zeros(env.num_envs, len(self.terms), device=env.device)
 
     def compute(self) -> torch.Tensor:
         """(N,) float32 reward of this env step."""
-        total = torch.zeros(self.env.num_envs, device=self.env.device)
-        for name, term in self.terms.items():
-            value = term.func(self.env, **term.params) * (term.weight * self.env.step_dt)
-            value = torch.nan_to_num(value, nan=0.0, posinf=0.0, neginf=0.0)
-            self.episode_sums[name] += value
-            total += value
-        return total
+        if not self.terms:
+            return torch.zeros(self.env.num_envs, device=self.env.device)
+        values = torch.stack(
+            [t.func(self.env, **t.params) for t in self.terms.values()], dim=1
+        )  # (N, T)
+        values.mul_(self._scale).nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)
+        self.episode_sums.add_(values)
+        return values.sum(dim=1)
 
     def reset(self, env_ids: torch.Tensor) -> dict[str, float]:
-        """Log mean episode sums per second of max episode length, then zero those rows."""
-        log = {}
-        for name, sums in self.episode_sums.items():
-            log[f"Episode_Reward/{name}"] = float(sums[env_ids].mean()) / self.env.max_episode_length_s
-            sums[env_ids] = 0.0
-        return log
+        """``Episode_Reward/<term>``: mean episode sum of ``env_ids`` per second of the maximum
+        episode length (mjlab/IsaacLab convention); then zero those rows."""
+        if not self.terms:
+            return {}
+        means = (self.episode_sums[env_ids].mean(dim=0) / self.env.max_episode_length_s).tolist()
+        self.episode_sums[env_ids] = 0.0
+        return {f"Episode_Reward/{n}": v for n, v in zip(self.names, means)}
 
 
 # ============================================================================ terminations
@@ -158,28 +227,29 @@ class TerminationManager:
     def __init__(self, env: "ManagerBasedRlEnv", terms: dict[str, TerminationTerm]) -> None:
         self.env = env
         self.terms = terms
-        self.last = {k: torch.zeros(env.num_envs, dtype=torch.bool, device=env.device) for k in terms}
+        self.names = list(terms)
+        self._time_out = torch.tensor([t.time_out for t in terms.values()], dtype=torch.bool,
+                                      device=env.device)
+        self.last = torch.zeros(env.num_envs, len(terms), dtype=torch.bool, device=env.device)
 
     def compute(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(terminated, truncated), each (N,) bool. A row both terminated and timed out is terminated."""
         n, dev = self.env.num_envs, self.env.device
-        terminated = torch.zeros(n, dtype=torch.bool, device=dev)
-        truncated = torch.zeros(n, dtype=torch.bool, device=dev)
-        for name, term in self.terms.items():
-            value = term.func(self.env, **term.params).to(torch.bool)
-            self.last[name] = value
-            if term.time_out:
-                truncated |= value
-            else:
-                terminated |= value
-        return terminated, truncated & ~terminated
+        if not self.terms:
+            z = torch.zeros(n, dtype=torch.bool, device=dev)
+            return z, z.clone()
+        for i, term in enumerate(self.terms.values()):
+            self.last[:, i] = term.func(self.env, **term.params)
+        terminated = self.last[:, ~self._time_out].any(dim=1)
+        truncated = self.last[:, self._time_out].any(dim=1) & ~terminated
+        return terminated, truncated
 
     def reset(self, env_ids: torch.Tensor) -> dict[str, float]:
-        """Fraction of the ending episodes that each term ended."""
-        return {
-            f"Episode_Termination/{name}": float(value[env_ids].float().mean())
-            for name, value in self.last.items()
-        }
+        """``Episode_Termination/<term>``: fraction of the ending episodes that each term ended."""
+        if not self.terms:
+            return {}
+        fractions = self.last[env_ids].float().mean(dim=0).tolist()
+        return {f"Episode_Termination/{n}": v for n, v in zip(self.names, fractions)}
 
 
 # ============================================================================ events

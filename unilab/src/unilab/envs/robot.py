@@ -28,6 +28,8 @@ class RobotMeta:
         joint_limits: (J, 2) float32 hard limits, rad.
         default_qpos: (nq,) float32 qpos of keyframe 0.
         dt: physics timestep, s.
+        body_names: every body of the model, in model order (index = MuJoCo body id).
+        geom_names: every geom of the model, in model order (unnamed geoms are ``""``).
     """
 
     joint_names: tuple[str, ...]
@@ -37,6 +39,8 @@ class RobotMeta:
     joint_limits: torch.Tensor
     default_qpos: torch.Tensor
     dt: float
+    body_names: tuple[str, ...] = ()
+    geom_names: tuple[str, ...] = ()
 
     @classmethod
     def from_mjcf(cls, mjcf: str, joint_names: tuple[str, ...]) -> "RobotMeta":
@@ -64,7 +68,31 @@ class RobotMeta:
             joint_limits=torch.as_tensor(np.asarray(model.jnt_range[jids]), dtype=torch.float32),
             default_qpos=torch.as_tensor(np.asarray(default), dtype=torch.float32),
             dt=float(model.opt.timestep),
+            body_names=tuple(model.body(i).name for i in range(model.nbody)),
+            geom_names=tuple(model.geom(i).name for i in range(model.ngeom)),
         )
+
+    def body_id(self, name: str) -> int:
+        """MuJoCo id of body ``name`` (the row of per-body model fields such as ``body_ipos``).
+
+        Raises:
+            KeyError: unknown body, listing the model's bodies.
+        """
+        try:
+            return self.body_names.index(name)
+        except ValueError:
+            raise KeyError(f"robot model has no body {name!r}; bodies: {list(self.body_names)}") from None
+
+    def geom_ids(self, names: tuple[str, ...] | list[str]) -> list[int]:
+        """MuJoCo ids of the geoms ``names`` (rows of per-geom fields such as ``geom_friction``).
+
+        Raises:
+            KeyError: geoms missing from the model, naming them.
+        """
+        missing = [n for n in names if n not in self.geom_names]
+        if missing:
+            raise KeyError(f"robot model has no geoms {missing}")
+        return [self.geom_names.index(n) for n in names]
 
 
 class RobotView:
@@ -77,12 +105,20 @@ class RobotView:
         projected_gravity_b: (N, 3) unit gravity direction in the base frame.
         body_pos_w, body_quat_w, body_lin_vel_w, body_ang_vel_w: (N, B, ·) for the backend's
             tracked bodies.
+        default_joint_pos: (J,) joint positions of keyframe 0, rad.
+        encoder_bias: (N, J) rad added to the joint positions the policy observes (a miscalibrated
+            encoder); zero unless a domain-randomization event draws it (mjlab ``encoder_bias``).
     """
 
     def __init__(self, backend: SimBackend, meta: RobotMeta) -> None:
         self.backend = backend
         self.meta = meta
         self.default_joint_pos = meta.default_qpos[meta.qpos_adr].to(backend.device)
+        self.encoder_bias = torch.zeros(
+            backend.num_envs, len(meta.joint_names), device=backend.device
+        )
+        self._qpos_sel = _as_slice(meta.qpos_adr)
+        self._qvel_sel = _as_slice(meta.qvel_adr)
         self.refresh()
 
     def body_index(self, name: str) -> int:
@@ -93,10 +129,15 @@ class RobotView:
             raise KeyError(f"body {name!r} is not tracked; tracked: {self.backend.body_names}") from None
 
     def refresh(self) -> None:
-        """Re-read every quantity from the backend."""
+        """Re-read every quantity from the backend.
+
+        Joint quantities are views of the backend's tensors when the joints' addresses are
+        contiguous (the G1: qpos 7..35), gathered copies otherwise; either way they are only
+        valid until the next backend step or reset (clone to keep a snapshot).
+        """
         qpos, qvel = self.backend.qpos, self.backend.qvel
-        self.joint_pos = qpos[:, self.meta.qpos_adr]
-        self.joint_vel = qvel[:, self.meta.qvel_adr]
+        self.joint_pos = qpos[:, self._qpos_sel]
+        self.joint_vel = qvel[:, self._qvel_sel]
         self.base_pos_w = qpos[:, 0:3]
         self.base_quat_w = qpos[:, 3:7]
         # Free joint: qvel[0:3] is the world-frame linear velocity, qvel[3:6] the local angular one.
@@ -106,3 +147,11 @@ class RobotView:
         pos, quat, lin, ang = self.backend.body_state()
         self.body_pos_w, self.body_quat_w = pos, quat
         self.body_lin_vel_w, self.body_ang_vel_w = lin, ang
+
+
+def _as_slice(index: torch.Tensor) -> slice | torch.Tensor:
+    """``slice(a, a + n)`` when ``index`` is ``a, a+1, ..., a+n-1`` (a view), else ``index``."""
+    n = len(index)
+    if n and torch.equal(index, torch.arange(int(index[0]), int(index[0]) + n)):
+        return slice(int(index[0]), int(index[0]) + n)
+    return index

@@ -1,15 +1,38 @@
 """The ``mujoco`` backend: MuJoCo CPU physics on :class:`mjbatch_uni.Batch`, host-bridge tensors.
 
-Physics runs on a persistent pool of CPU threads (``spec.nthread``). The backend keeps one
-preallocated float32 CPU tensor per state field and refreshes it after every :meth:`step` and
-:meth:`reset`; those tensors are the authoritative state the env reads (see :mod:`unisim.contract`).
-The tensors returned are these buffers (or views of them), updated in place: clone one to keep a
-snapshot, and never write to them.
+Physics runs on a persistent pool of CPU threads (``spec.nthread``; 0: one per available core).
 
-What the tensors describe after a step (see :mod:`mjbatch_uni.batch`): qpos, qvel, body poses and
-velocities and position/velocity sensors are at the new state; contact forces and
-acceleration-stage sensors (touch, accelerometer, force, torque) come from the last physics
-substep, i.e. one ``dt`` before the new state. After a reset, everything is at the reset state.
+The packed host bridge: every tensor the env reads is a view into ONE preallocated float32 CPU
+tensor, :attr:`MujocoBackend.packed`, ``(num_envs, width)``, one row per world::
+
+    [ qpos (nq) | qvel (nv) | sensordata (user sensors, then the tracked-body sensors) | contact ]
+
+(contact: the ``cfrc_ext`` rows [torque, force] of every body, or of ``contact_bodies``). It is
+refreshed in place after every :meth:`~MujocoBackend.step` and :meth:`~MujocoBackend.reset` by a
+few vectorised float64 -> float32 copies (``mjbatch_uni.Packed``), never per world: qpos|qvel
+from the state rows (one copy, they are adjacent), sensordata (one copy), and the contact rows
+(one copy per contiguous run of bodies). Without ``contact_bodies``, a body's contact row is
+copied from the first time ``contact_force`` is asked for it on (before that it holds zeros), so
+the host copies only the contact forces the env reads.
+MuJoCo's batch threads compute the tracked bodies' world poses and velocities as sensors
+(``mjbatch_uni.add_body_sensors``) and copy sensordata out in parallel, so the host does no
+per-world work and no math. ctrl goes in from one tensor with one copy. ``transfer_stats`` counts
+the copies and bytes; ``packed`` can be sent to a learner device in one transfer, and
+``packed_layout`` says where each quantity lies in a row. The tensors are updated in place: clone
+one to keep a snapshot, and never write to them.
+
+What the tensors describe after a step, by ``SimSpec.options["derived"]``:
+
+* ``"current"`` (default, as the contract states): qpos, qvel, tracked-body poses and
+  velocities and position/velocity sensors are at the new state. Costs one extra position and
+  velocity stage per step per world unless ``persistent`` (measured on the G1: ~10 % of the
+  physics at decimation 4).
+* ``"last_substep"``: MuJoCo's ``mj_step`` semantics, the fastest: qpos and qvel are at the new
+  state; sensors and tracked bodies are those computed during the last physics substep, i.e. one
+  ``dt`` before the new state.
+
+In both, contact forces and acceleration-stage sensors (touch, accelerometer, force, torque) come
+from the last physics substep. After a reset, everything is at the reset state.
 
 Contact forces: ``contact_force(body)`` is the force part of MuJoCo's ``cfrc_ext`` for the body,
 which MuJoCo computes (``mj_rnePostConstraint``) inside a step only when the model has an
@@ -20,7 +43,14 @@ few per cent of a step. ``SimSpec.options["contact_forces"] = False`` skips it, 
 
 Backend options (``SimSpec.options``):
     contact_forces (bool, default True): make :meth:`MujocoBackend.contact_force` available.
-    persistent (bool, default True): one MjData per world (see :class:`mjbatch_uni.Batch`).
+    contact_bodies (list of body names, default all bodies, each copied once read): the bodies
+        whose contact forces are packed and copied every step; ``contact_force`` of any other
+        body raises KeyError.
+    derived (str, default "current"): "current" or "last_substep", see above.
+    persistent (bool, default False): one MjData per world (see :class:`mjbatch_uni.Batch`):
+        "current" without its extra cost, at ~370 KB per G1 world.
+    pin_memory (bool, default False): allocate ``packed`` in page-locked memory for fast
+        asynchronous copies to a CUDA device (needs CUDA).
 """
 
 from __future__ import annotations
@@ -38,7 +68,14 @@ from unisim.contract import Capabilities, CapabilityError, SimBackend, SimSpec
 __all__ = ["MujocoBackend"]
 
 _TRIGGER = "unisim_cfrc_ext_trigger"  # name of the sensor added for contact forces, if any
-_OPTIONS: dict[str, type] = {"contact_forces": bool, "persistent": bool}
+_BODY_SENSORS = "unisim_body"  # prefix of the tracked-body sensors the backend adds
+_OPTIONS: dict[str, Any] = {
+    "contact_forces": bool,
+    "contact_bodies": (list, tuple),
+    "derived": str,
+    "persistent": bool,
+    "pin_memory": bool,
+}
 
 
 def _did_you_mean(name: str, names: list[str]) -> str:
@@ -53,15 +90,17 @@ class MujocoBackend(SimBackend):
         spec: what to build. ``spec.device`` must be a CPU device.
 
     Raises:
-        ValueError: a non-CPU device, num_envs < 1, decimation < 1, or an unknown option.
-        KeyError: a tracked body the model does not have, listing the valid names.
+        ValueError: a non-CPU device, num_envs < 1, decimation < 1, an unknown option or a bad
+            option value.
+        KeyError: a tracked or contact body the model does not have, listing the valid names.
 
-    Besides the contract's attributes, ``model`` is the compiled ``mujoco.MjModel`` the worlds
-    run (with the contact-force sensor if one was added), ``batch`` the
-    :class:`mjbatch_uni.Batch`, and ``transfer_stats`` counts host-bridge copies:
-    ``{"host_copies": int, "host_bytes": int}``, cumulative since construction, counting every
-    copy between the physics rows and the tensors (controls in, state out) and the bytes
-    written by it.
+    Besides the contract's attributes: ``model`` is the compiled ``mujoco.MjModel`` the worlds
+    run (with the sensors the backend added), ``batch`` the :class:`mjbatch_uni.Batch`,
+    ``packed`` the packed float32 tensor and ``packed_layout`` its columns (see the module
+    docstring), and ``transfer_stats`` counts host-bridge copies, cumulative since construction:
+    ``{"host_copies": int, "host_bytes": int, "copies_per_step": int, "bytes_per_step": int}``
+    (every copy between the physics rows and the tensors, controls in and state out, and the
+    bytes it wrote; the last two are what one :meth:`step` costs).
     """
 
     capabilities = Capabilities(
@@ -83,81 +122,121 @@ class MujocoBackend(SimBackend):
             raise ValueError(f"num_envs must be >= 1, got {spec.num_envs}")
         if spec.decimation < 1:
             raise ValueError(f"decimation must be >= 1, got {spec.decimation}")
-        options = dict(spec.options)
-        for key, value in options.items():
-            if key not in _OPTIONS:
-                raise ValueError(
-                    f"unknown mujoco backend option {key!r}{_did_you_mean(key, list(_OPTIONS))};"
-                    f" valid options: {', '.join(_OPTIONS)}"
-                )
-            if not isinstance(value, _OPTIONS[key]):
-                raise ValueError(
-                    f"option {key!r} must be {_OPTIONS[key].__name__}, got {value!r}"
-                )
+        options = self._check_options(dict(spec.options))
         self._closed = False
         self.spec = spec
 
-        model = mujoco.MjModel.from_xml_string(spec.mjcf)
+        # the model: the scene plus the tracked-body sensors (and a cfrc_ext trigger if needed)
+        mjspec = mujoco.MjSpec.from_string(spec.mjcf)
+        self.body_names = list(spec.tracked_bodies)
+        body_sensors = mjbatch_uni.add_body_sensors(mjspec, self.body_names, _BODY_SENSORS)
+        model = mjspec.compile()
         self._contact_forces = options.get("contact_forces", True)
         if self._contact_forces and not mjbatch_uni.computes_cfrc_ext(model):
-            mjspec = mujoco.MjSpec.from_string(spec.mjcf)
             mjbatch_uni.add_cfrc_ext_trigger(mjspec, _TRIGGER)
             model = mjspec.compile()
         self.model = model
 
         # names
-        self.num_envs = int(spec.num_envs)
+        self.num_envs = n = int(spec.num_envs)
         self.device = device
         self.dt = float(model.opt.timestep)
         self.nq, self.nv, self.nu = model.nq, model.nv, model.nu
         self.joint_names = [model.joint(i).name for i in range(model.njnt)]
         self.actuator_names = [model.actuator(i).name for i in range(model.nu)]
         self._all_body_names = [model.body(i).name for i in range(model.nbody)]
+        hidden = set(body_sensors) | {_TRIGGER}
         self._sensors = {
             model.sensor(i).name: (int(model.sensor_adr[i]), int(model.sensor_dim[i]))
             for i in range(model.nsensor)
-            if model.sensor(i).name and model.sensor(i).name != _TRIGGER
+            if model.sensor(i).name and model.sensor(i).name not in hidden
         }
         self.sensor_names = list(self._sensors)
-        self.body_names = list(spec.tracked_bodies)
-        self._body_ids = np.array([self._body_id(n) for n in self.body_names], dtype=np.intp)
-        self._root_ids = model.body_rootid[self._body_ids].astype(np.intp)
+        if self._contact_forces:
+            names = options.get("contact_bodies", self._all_body_names)
+            self._contact_ids = {name: self._body_id(name) for name in names}
+        else:
+            self._contact_ids = {}
+        # without contact_bodies, every body has its columns but is copied only once read
+        self._contact_lazy = self._contact_forces and "contact_bodies" not in options
+        self._contact_read: list[int] = []
 
         self.batch = mjbatch_uni.Batch(
             model,
-            self.num_envs,
+            n,
             nthread=spec.nthread,
             cpu_ids=spec.cpu_ids,
-            persistent=options.get("persistent", True),
+            persistent=options.get("persistent", False),
+            derived=options.get("derived", "current"),
+            outputs=("sensordata",) + (("cfrc_ext",) if self._contact_forces else ()),
         )
 
-        # host-bridge buffers: float32 CPU tensors and numpy views of the same memory
-        n, nb = self.num_envs, len(self.body_names)
-
-        def buffer(*shape: int) -> tuple[torch.Tensor, np.ndarray]:
-            t = torch.zeros((n, *shape), dtype=torch.float32)
-            return t, t.numpy()
-
-        self._qpos, self._qpos_np = buffer(self.nq)
-        self._qvel, self._qvel_np = buffer(self.nv)
-        self._sensordata, self._sensordata_np = buffer(model.nsensordata)
-        self._body_pos, self._body_pos_np = buffer(nb, 3)
-        self._body_quat, self._body_quat_np = buffer(nb, 4)
-        self._body_lin_vel, self._body_lin_vel_np = buffer(nb, 3)
-        self._body_ang_vel, self._body_ang_vel_np = buffer(nb, 3)
-        self._contact, self._contact_np = buffer(model.nbody if self._contact_forces else 0, 3)
-        self.transfer_stats = {"host_copies": 0, "host_bytes": 0}
+        # the packed host bridge: one float32 tensor, every other tensor a view of it
+        items: list[Any] = ["qpos", "qvel", "sensordata"]
+        if self._contact_forces:
+            items.append(("cfrc_ext", list(self._contact_ids.values())))
+        layout = self.batch.pack_layout(items)
+        pin = options.get("pin_memory", False)
+        self.packed = torch.zeros((n, layout.width), dtype=torch.float32, pin_memory=pin)
+        self._bridge = self.batch.pack(items, out=self.packed.numpy())
+        if self._contact_lazy:
+            self._bridge.select("cfrc_ext", [])
+        self.packed_layout = {
+            ("contact" if k == "cfrc_ext" else k): v for k, v in layout.slices.items()
+        }
+        cols = layout.slices
+        self._qpos = self.packed[:, cols["qpos"]]
+        self._qvel = self.packed[:, cols["qvel"]]
+        self._sensordata = self.packed[:, cols["sensordata"]]
+        nb = len(self.body_names)
+        body = []
+        for k, (_, _, dim) in enumerate(mjbatch_uni.BODY_SENSOR_KINDS):
+            if nb:
+                adr = int(model.sensor_adr[model.sensor(body_sensors[k * nb]).id])
+                body.append(self._sensordata[:, adr : adr + nb * dim].unflatten(1, (nb, dim)))
+            else:
+                body.append(self._sensordata[:, :0].unflatten(1, (0, dim)))
+        self._body_state = tuple(body)
+        if self._contact_forces:
+            cfrc = self.packed[:, cols["cfrc_ext"]].unflatten(1, (len(self._contact_ids), 6))
+            self._contact = {name: cfrc[:, j, 3:] for j, name in enumerate(self._contact_ids)}
+        self._ctrl_bytes = n * self.nu * 8
 
         self.batch.reset()  # keyframe 0 if the model has one, else its defaults; mj_forward
-        self._pull()
+        self._bridge.pull()
+
+    def _check_options(self, options: dict) -> dict:
+        for key, value in options.items():
+            if key not in _OPTIONS:
+                raise ValueError(
+                    f"unknown mujoco backend option {key!r}{_did_you_mean(key, list(_OPTIONS))};"
+                    f" valid options: {', '.join(_OPTIONS)}"
+                )
+            kind = _OPTIONS[key]
+            if not isinstance(value, kind):
+                names = "list" if key == "contact_bodies" else kind.__name__
+                raise ValueError(f"option {key!r} must be {names}, got {value!r}")
+        derived = options.get("derived", "current")
+        if derived not in mjbatch_uni.DERIVED_MODES:
+            raise ValueError(
+                f"option 'derived' must be one of "
+                f"{', '.join(map(repr, mjbatch_uni.DERIVED_MODES))}, got {derived!r}"
+            )
+        if options.get("pin_memory") and not torch.cuda.is_available():
+            raise ValueError("option 'pin_memory' needs CUDA, which this torch does not see")
+        bodies = options.get("contact_bodies")
+        if bodies is not None and not all(isinstance(b, str) for b in bodies):
+            raise ValueError(f"option 'contact_bodies' must be a list of body names, got {bodies}")
+        return options
 
     # ---------------------------------------------------------------- stepping
     def step(self, ctrl: torch.Tensor, nstep: int | None = None) -> None:
-        """Hold ``ctrl`` for ``nstep`` physics steps (default ``spec.decimation``).
+        """Hold ``ctrl`` for ``nstep`` physics steps (default ``spec.decimation``), then refresh
+        every tensor (one packed pull).
 
         Args:
             ctrl: (num_envs, nu) float32 (float64 accepted) CPU tensor; for position
-                actuators, joint targets in rad.
+                actuators, joint targets in rad. Written with one copy.
             nstep: physics steps, >= 1.
 
         Raises:
@@ -177,10 +256,8 @@ class MujocoBackend(SimBackend):
                 f"got {tuple(ctrl.shape)}"
             )
         nstep = self.spec.decimation if nstep is None else int(nstep)
-        # copy in: ctrl tensor -> the batch's float64 ctrl rows (one copy; checks finiteness)
-        self.batch.step(ctrl.detach().numpy(), nstep)
-        self._count(self.batch.ctrl.nbytes)
-        self._pull()
+        self.batch.step(ctrl.detach().numpy(), nstep)  # checks finiteness and nstep
+        self._bridge.pull()
 
     def reset(
         self,
@@ -191,8 +268,8 @@ class MujocoBackend(SimBackend):
         """Reset rows ``env_ids`` to keyframe 0 (or the model defaults), then ``qpos``/``qvel``.
 
         One transaction per the contract: keyframe (qpos, qvel, ctrl; time 0, warm start and
-        warnings cleared), then the given qpos/qvel rows, then ``mj_forward`` on those rows only.
-        Other rows are untouched.
+        warnings cleared), then the given qpos/qvel rows, then ``mj_forward`` on those rows only,
+        then the packed rows of those worlds are refreshed. Other rows are untouched.
 
         Args:
             env_ids: (k,) integer tensor of rows in [0, num_envs), any order, unique.
@@ -209,7 +286,7 @@ class MujocoBackend(SimBackend):
         if len(ids) == 0:
             return
         self.batch.reset(ids, qpos_np, qvel_np)
-        self._pull(np.sort(ids))
+        self._bridge.pull(np.sort(ids))
 
     def set_state(
         self,
@@ -235,12 +312,12 @@ class MujocoBackend(SimBackend):
         if len(ids) == 0:
             return
         self.batch.set_state(ids, qpos_np, qvel_np)
-        self._pull(np.sort(ids))
+        self._bridge.pull(np.sort(ids))
 
     def _state_arrays(
         self, k: int, qpos: torch.Tensor | None, qvel: torch.Tensor | None
     ) -> list[np.ndarray | None]:
-        """Checked numpy views of qpos/qvel for k rows; counts the copies into the batch."""
+        """Checked numpy views of qpos/qvel for k rows."""
         arrays: list[np.ndarray | None] = []
         for name, x, width, w in (("qpos", qpos, self.nq, "nq"), ("qvel", qvel, self.nv, "nv")):
             if x is None:
@@ -253,54 +330,19 @@ class MujocoBackend(SimBackend):
                     f"{name} must have shape (len(env_ids)={k}, {w}={width}), got {tuple(x.shape)}"
                 )
             arrays.append(x.detach().cpu().numpy())
-            self._count(k * width * 8)  # copy in: rows -> the batch's float64 state rows
         return arrays
 
-    # ---------------------------------------------------------------- host bridge
-    def _pull(self, rows: np.ndarray | None = None) -> None:
-        """Refresh the float32 tensors from the batch's float64 rows (all rows, or ``rows``).
-
-        Copies, one per field (never per env), each float64 -> float32:
-          qpos, qvel, sensordata;
-          tracked bodies: pos (xpos), quat (xquat), ang_vel and lin_vel (from cvel, shifted from
-            subtree_com to the body origin);
-          contact forces: the force part of cfrc_ext, all bodies (if enabled).
-        Later work packs these into one buffer, for one transfer per step to the learner device.
-        """
-        b = self.batch
-        sel: Any = slice(None) if rows is None else rows
-        self._put(self._qpos_np, b.qpos, sel)
-        self._put(self._qvel_np, b.qvel, sel)
-        self._put(self._sensordata_np, b.sensordata, sel)
-        if len(self._body_ids):
-            ids, roots = self._body_ids, self._root_ids
-            if rows is None:
-                at, at_root = (slice(None), ids), (slice(None), roots)
-            else:
-                at, at_root = np.ix_(rows, ids), np.ix_(rows, roots)
-            xpos = b.xpos[at]  # (k, B, 3)
-            cvel = b.cvel[at]  # (k, B, 6): [ang, lin] at subtree_com[rootid], world-aligned
-            ang = cvel[..., :3]
-            lin = cvel[..., 3:] + np.cross(ang, xpos - b.subtree_com[at_root])
-            self._put(self._body_pos_np, xpos, sel, gathered=True)
-            self._put(self._body_quat_np, b.xquat[at], sel, gathered=True)
-            self._put(self._body_lin_vel_np, lin, sel, gathered=True)
-            self._put(self._body_ang_vel_np, ang, sel, gathered=True)
-        if self._contact_forces:
-            self._put(self._contact_np, b.cfrc_ext[:, :, 3:], sel)
-
-    def _put(self, dst: np.ndarray, src: np.ndarray, sel: Any, gathered: bool = False) -> None:
-        """dst[sel] = src[sel] (or = src if already gathered for sel), counted."""
-        if isinstance(sel, slice):
-            np.copyto(dst, src, casting="same_kind")
-            self._count(dst.nbytes)
-        else:
-            dst[sel] = src if gathered else src[sel]
-            self._count(len(sel) * dst[0].nbytes)
-
-    def _count(self, nbytes: int) -> None:
-        self.transfer_stats["host_copies"] += 1
-        self.transfer_stats["host_bytes"] += int(nbytes)
+    @property
+    def transfer_stats(self) -> dict[str, int]:
+        """Host-bridge counters (see the class docstring); a fresh dict on every read."""
+        s = self.batch.transfer_stats
+        kinds = ("ctrl", "state", "pack")
+        return {
+            "host_copies": sum(s[f"{k}_copies"] for k in kinds),
+            "host_bytes": sum(s[f"{k}_bytes"] for k in kinds),
+            "copies_per_step": 1 + self._bridge.nblocks,
+            "bytes_per_step": self._ctrl_bytes + self.packed.numel() * 4,
+        }
 
     # ---------------------------------------------------------------- state
     @property
@@ -332,17 +374,21 @@ class MujocoBackend(SimBackend):
         return self._sensordata[:, adr : adr + dim]
 
     def body_state(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """World-frame state of the tracked bodies (``spec.tracked_bodies``), at the current state.
+        """World-frame state of the tracked bodies (``spec.tracked_bodies``).
+
+        Computed by MuJoCo as frame sensors of each body (see ``derived`` in the module
+        docstring for the state they describe after a step).
 
         Returns:
             pos (num_envs, B, 3) m, body frame origin (xpos);
             quat (num_envs, B, 4) wxyz (xquat);
             lin_vel (num_envs, B, 3) m/s of the body frame origin, world frame;
             ang_vel (num_envs, B, 3) rad/s, world frame;
-            all float32, B = len(body_names). Equals ``mj_objectVelocity(..., flg_local=0)``.
+            all float32 views of ``packed``, B = len(body_names). Equals
+            ``mj_objectVelocity(..., mjOBJ_XBODY, ..., flg_local=0)``.
         """
         self._check_open()
-        return self._body_pos, self._body_quat, self._body_lin_vel, self._body_ang_vel
+        return self._body_state  # type: ignore[return-value]
 
     def contact_force(self, body: str) -> torch.Tensor:
         """(num_envs, 3) float32 total external force on ``body``, world frame, N.
@@ -351,7 +397,7 @@ class MujocoBackend(SimBackend):
         and connect/weld equality forces, which envs do not use), from the last physics substep.
 
         Raises:
-            KeyError: unknown body, listing the valid names.
+            KeyError: unknown body, or one not in ``options["contact_bodies"]``, listing them.
             CapabilityError: built with ``options={"contact_forces": False}``.
         """
         self._check_open()
@@ -360,12 +406,25 @@ class MujocoBackend(SimBackend):
                 "contact forces are off: this backend was built with "
                 "options={'contact_forces': False}; build it without that option"
             )
-        return self._contact[:, self._body_id(body)]
+        force = self._contact.get(body)
+        if force is None:
+            self._body_id(body)  # unknown body: KeyError listing all bodies
+            raise KeyError(
+                f"contact forces of {body!r} are not packed; packed (options['contact_bodies']):"
+                f" {', '.join(self._contact)}"
+            )
+        if self._contact_lazy:
+            bid = self._contact_ids[body]
+            if bid not in self._contact_read:  # first read: copy this body from now on
+                self._contact_read.append(bid)
+                self._bridge.select("cfrc_ext", sorted(self._contact_read))
+                self._bridge.pull()
+        return force
 
     def diverged(self) -> torch.Tensor:
         """(num_envs,) bool: rows whose state went non-finite, tripped MuJoCo's bad
         qpos/qvel/qacc warning (MuJoCo then auto-resets them), or whose physics raised an error,
-        since their last reset."""
+        since their last reset. The other rows are unaffected and keep stepping."""
         self._check_open()
         return torch.from_numpy(self.batch.diverged())
 
@@ -373,39 +432,27 @@ class MujocoBackend(SimBackend):
     def set_model_field(self, name: str, env_ids: torch.Tensor, values: torch.Tensor) -> None:
         """Give rows ``env_ids`` their own values of floating-point model field ``name``.
 
-        Per-world storage of that one field (``Batch.expand``), never a model copy. Fields that
-        ``mj_setConst`` reads (body_mass, body_ipos, body_inertia, dof_armature, ...) and
-        option fields (``"opt.gravity"``) also get ``set_const`` on those rows. The new values
+        Per-world storage of that one field (``Batch.set_model_field``), never a model copy.
+        Fields that ``mj_setConst`` reads (body_mass, body_ipos, body_inertia, dof_armature, ...)
+        and option fields (``"opt.gravity"``) also get ``set_const`` on those rows. The new values
         act from the next step or reset; the state tensors are not recomputed.
 
         Args:
-            name: MjModel field (e.g. ``geom_friction``, ``body_mass``) or ``"opt.<field>"``.
+            name: MjModel field (e.g. ``geom_friction``, ``body_mass``, ``body_ipos``,
+                ``actuator_gainprm``) or ``"opt.<field>"``.
             env_ids: (k,) integer tensor of unique rows in [0, num_envs).
             values: (k, *field_shape) float tensor, in the order of env_ids.
 
         Raises:
-            ValueError: unknown or non-float field (with close valid names), wrong values shape.
+            ValueError: unknown or non-float field (with close valid names), wrong values shape,
+                non-finite values.
             IndexError: a row outside [0, num_envs).
         """
         self._check_open()
         ids = self._env_ids(env_ids)
-        field = self.batch.expand(name)
-        if field.dtype.kind != "f":
-            raise ValueError(f"{name} is {field.dtype}; set_model_field sets floating-point fields")
         if not isinstance(values, torch.Tensor):
             raise ValueError(f"values must be a torch.Tensor, got {type(values).__name__}")
-        expected = (len(ids), *field.shape[1:])
-        if tuple(values.shape) != expected:
-            raise ValueError(
-                f"values for {name} must have shape (len(env_ids)={len(ids)}, "
-                f"{', '.join(map(str, field.shape[1:]))}), got {tuple(values.shape)}"
-            )
-        vals = values.detach().cpu().numpy()
-        if not np.isfinite(vals).all():
-            raise ValueError(f"values for {name} must be finite")
-        field[ids] = vals
-        if name in mjbatch_uni.setconst_inputs() or name.startswith("opt."):
-            self.batch.set_const(np.sort(ids))
+        self.batch.set_model_field(name, ids, values.detach().cpu().numpy())
 
     def model_field(self, name: str) -> torch.Tensor:
         """(num_envs, *field_shape) float32 copy of every world's current value of ``name``.

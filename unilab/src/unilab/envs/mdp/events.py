@@ -1,16 +1,32 @@
-"""Event terms: ``f(env, env_ids, **params)`` applied at reset or on an interval."""
+"""Event terms: ``f(env, env_ids, **params)`` applied at startup, at reset or on an interval.
+
+Domain randomization goes through the backend's per-world model parameters
+(:meth:`unisim.SimBackend.set_model_field`, which also runs ``mj_setConst`` for fields that need
+it), so a backend without ``capabilities.randomization`` fails at startup with
+:class:`unisim.CapabilityError`. Sources: mjlab ``envs/mdp/events.py`` and ``envs/mdp/dr``
+(``geom_friction``, ``body_com_offset``, ``encoder_bias``), ``tasks/velocity/velocity_env_cfg.py``
+(v1.6.0); ranges in tasks.md §2.1 and its recommendation.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
 
 import torch
 
 from unilab.utils.math import quat_from_yaw, quat_mul
 
-
-def _uniform(env, n: int, lo: float, hi: float) -> torch.Tensor:
-    return lo + (hi - lo) * torch.rand(n, device=env.device, generator=env.generator)
+_VELOCITY_KEYS = ("x", "y", "z", "roll", "pitch", "yaw")
 
 
+def _uniform(env, shape, lo: float, hi: float) -> torch.Tensor:
+    """U(lo, hi) float32 of ``shape`` from the env's generator."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    return lo + (hi - lo) * torch.rand(shape, device=env.device, generator=env.generator)
+
+
+# ---------------------------------------------------------------- reset
 def reset_root_state_uniform(
     env,
     env_ids: torch.Tensor,
@@ -29,14 +45,58 @@ def reset_root_state_uniform(
     env.backend.reset(env_ids, qpos=qpos)
 
 
+# ---------------------------------------------------------------- interval
 def push_by_setting_velocity(
-    env, env_ids: torch.Tensor, velocity_range: dict[str, tuple[float, float]]
+    env, env_ids: torch.Tensor, velocity_range: Mapping[str, tuple[float, float]]
 ) -> None:
-    """Add U(range) to the base velocity (keys x, y, z m/s world; roll, pitch, yaw rad/s local)."""
+    """Add U(range) to the base velocity of rows ``env_ids`` only (keys x, y, z: m/s, world
+    frame; roll, pitch, yaw: rad/s, base frame); positions are kept (mjlab
+    ``push_by_setting_velocity``)."""
+    unknown = set(velocity_range) - set(_VELOCITY_KEYS)
+    if unknown:
+        raise KeyError(f"velocity_range keys {sorted(unknown)} unknown; valid: {_VELOCITY_KEYS}")
     n = len(env_ids)
     qvel = env.backend.qvel[env_ids].clone()
-    for i, key in enumerate(("x", "y", "z", "roll", "pitch", "yaw")):
+    for i, key in enumerate(_VELOCITY_KEYS):
         if key in velocity_range:
             lo, hi = velocity_range[key]
             qvel[:, i] += _uniform(env, n, lo, hi)
     env.backend.set_state(env_ids, qvel=qvel)
+
+
+# ---------------------------------------------------------------- domain randomization (startup)
+def randomize_geom_friction(
+    env, env_ids: torch.Tensor, geom_names: Sequence[str], friction_range: tuple[float, float]
+) -> None:
+    """Give each row one sliding friction coefficient U(friction_range), shared by all
+    ``geom_names`` (mjlab ``dr.geom_friction`` with ``operation="abs"``, ``shared_random``).
+
+    Writes ``geom_friction[:, geom, 0]``; torsional and rolling friction are kept. The foot
+    geoms have contact priority over the floor, so their value is the contact's friction.
+    """
+    ids = env.meta.geom_ids(tuple(geom_names))
+    values = env.backend.model_field("geom_friction")[env_ids.cpu()].to(env.device)  # (k, ngeom, 3)
+    mu = _uniform(env, len(env_ids), *friction_range)
+    values[:, ids, 0] = mu[:, None]
+    env.backend.set_model_field("geom_friction", env_ids, values)
+
+
+def randomize_body_com(
+    env, env_ids: torch.Tensor, body_names: Sequence[str], offset_range: Sequence[float]
+) -> None:
+    """Shift the centre of mass (``body_ipos``, body frame) of ``body_names`` by
+    U(±offset_range[i]) m along axis i, per row (mjlab ``dr.body_com_offset``, ``operation="add"``;
+    torso ±0.025, ±0.025, ±0.03 m). The backend recomputes the derived constants (set_const)."""
+    ids = [env.meta.body_id(b) for b in body_names]
+    values = env.backend.model_field("body_ipos")[env_ids.cpu()].to(env.device)  # (k, nbody, 3)
+    half = torch.as_tensor(offset_range, dtype=torch.float32, device=env.device)
+    for i in ids:
+        values[:, i] += (2.0 * _uniform(env, (len(env_ids), 3), 0.0, 1.0) - 1.0) * half
+    env.backend.set_model_field("body_ipos", env_ids, values)
+
+
+def randomize_encoder_bias(env, env_ids: torch.Tensor, bias_range: tuple[float, float]) -> None:
+    """Draw a per-row, per-joint encoder bias U(bias_range) rad into ``env.robot.encoder_bias``;
+    biased joint-position observations add it (mjlab ``dr.encoder_bias``, ±0.015 rad)."""
+    bias = env.robot.encoder_bias
+    bias[env_ids] = _uniform(env, (len(env_ids), bias.shape[1]), *bias_range)

@@ -1,14 +1,33 @@
 """Reward terms: ``f(env, **params) -> (num_envs,)`` float32, before weight and step_dt.
 
-Kernels follow mjlab's velocity task (``mjlab/tasks/velocity/mdp/rewards.py``, v1.6.0) as
-summarised in shared research notes (tasks.md §2.1): exp(-error / std^2).
+Kernels follow mjlab's velocity task (``mjlab/tasks/velocity/mdp/rewards.py`` and
+``config/g1/env_cfgs.py``, v1.6.0) as summarised in tasks.md §2.1: tracking terms are
+exp(-error / std^2); penalties are non-negative costs that take a negative weight.
+
+Foot terms read the foot sites through the G1 sensors ``<foot>_pos`` (framepos, world, m) and
+``<foot>_lin_vel`` (framelinvel, world, m/s), and the feet's ground contacts through a
+:class:`~unilab.envs.contact.ContactSensor`.
 """
 
 from __future__ import annotations
 
 import torch
 
+from unilab.utils.math import projected_gravity
 
+
+def _command_speed(env, command_name: str) -> torch.Tensor:
+    """(N,) |cmd_xy| + |cmd_wz| of command ``command_name`` (mjlab's "total command")."""
+    cmd = env.commands[command_name].command
+    return torch.linalg.vector_norm(cmd[:, :2], dim=1) + cmd[:, 2].abs()
+
+
+def _stack_sensors(env, names: tuple[str, ...]) -> torch.Tensor:
+    """(N, len(names), dim) readings of same-sized sensors."""
+    return torch.stack([env.backend.sensor(n) for n in names], dim=1)
+
+
+# ---------------------------------------------------------------- task
 def track_linear_velocity(env, std: float, command_name: str = "twist") -> torch.Tensor:
     """exp(-(|v_xy - cmd_xy|^2 + v_z^2) / std^2), base-frame velocity, m/s. (N,)"""
     v = env.robot.base_lin_vel_b
@@ -25,17 +44,55 @@ def track_angular_velocity(env, std: float, command_name: str = "twist") -> torc
     return torch.exp(-error / std**2)
 
 
+# ---------------------------------------------------------------- posture
 def upright(env, std: float, body: str | None = None) -> torch.Tensor:
-    """exp(-|g_xy|^2 / std^2) of the projected gravity of ``body`` (default: the base). (N,)"""
+    """exp(-|g_xy|^2 / std^2) of the projected gravity of tracked ``body`` (default: the base);
+    1 when upright. (N,)"""
     if body is None:
         g = env.robot.projected_gravity_b
     else:
-        from unilab.utils.math import projected_gravity
-
         g = projected_gravity(env.robot.body_quat_w[:, env.robot.body_index(body)])
     return torch.exp(-torch.sum(g[:, :2] ** 2, dim=1) / std**2)
 
 
+def variable_posture(
+    env,
+    std_standing: torch.Tensor,
+    std_walking: torch.Tensor,
+    std_running: torch.Tensor,
+    command_name: str = "twist",
+    walking_threshold: float = 0.05,
+    running_threshold: float = 1.5,
+) -> torch.Tensor:
+    """exp(-mean_j((q_j - q0_j)^2 / std_j^2)) with the per-joint std of the commanded regime. (N,)
+
+    The regime comes from s = |cmd_xy| + |cmd_wz|: standing (s < walking_threshold), walking,
+    running (s >= running_threshold) (mjlab ``variable_posture``).
+
+    Args:
+        std_standing, std_walking, std_running: (J,) float32 tolerances, rad, in action order.
+    """
+    speed = _command_speed(env, command_name)
+    regime = (speed >= walking_threshold).long() + (speed >= running_threshold).long()  # 0, 1, 2
+    inv_var = torch.stack((std_standing, std_walking, std_running)).to(env.device).pow(-2)  # (3, J)
+    error = (env.robot.joint_pos - env.robot.default_joint_pos).square_()
+    return torch.exp(-(error * inv_var[regime]).mean(dim=1))
+
+
+def body_ang_vel_l2(env, body: str) -> torch.Tensor:
+    """|w_xy|^2 of tracked ``body``'s world-frame angular velocity, (rad/s)^2 (mjlab
+    ``body_angular_velocity_penalty``). (N,)"""
+    w = env.robot.body_ang_vel_w[:, env.robot.body_index(body), :2]
+    return torch.sum(w**2, dim=1)
+
+
+def angular_momentum_l2(env, sensor_name: str = "root_angmom") -> torch.Tensor:
+    """|L|^2 of the whole-body angular momentum about the centre of mass from a
+    ``subtreeangmom`` sensor, (kg m^2/s)^2 (mjlab ``angular_momentum_penalty``). (N,)"""
+    return torch.sum(env.backend.sensor(sensor_name) ** 2, dim=1)
+
+
+# ---------------------------------------------------------------- regularization
 def action_rate_l2(env) -> torch.Tensor:
     """sum((a_t - a_{t-1})^2) over action dims. (N,)"""
     am = env.action_manager
@@ -55,3 +112,68 @@ def joint_pos_limits(env, soft_factor: float = 0.9) -> torch.Tensor:
     below = (mid - half - q).clamp(min=0.0)
     above = (q - mid - half).clamp(min=0.0)
     return torch.sum(below + above, dim=1)
+
+
+# ---------------------------------------------------------------- feet
+def foot_clearance(
+    env,
+    target_height: float,
+    pos_sensors: tuple[str, ...],
+    vel_sensors: tuple[str, ...],
+    command_name: str = "twist",
+    command_threshold: float = 0.05,
+) -> torch.Tensor:
+    """sum_f |z_f - target_height| * |v_xy,f| while commanded to move, m·m/s. (N,)
+
+    A moving foot should be at the target height (0.1 m): the cost is the height error weighted
+    by the foot's horizontal speed; zero for rows whose command speed is at most
+    ``command_threshold`` (mjlab ``feet_clearance``; site z is the height on flat ground).
+    """
+    z = _stack_sensors(env, pos_sensors)[..., 2]  # (N, F)
+    speed = torch.linalg.vector_norm(_stack_sensors(env, vel_sensors)[..., :2], dim=2)  # (N, F)
+    cost = torch.sum((z - target_height).abs_() * speed, dim=1)
+    return cost * (_command_speed(env, command_name) > command_threshold)
+
+
+def foot_slip_l2(
+    env,
+    sensor_name: str,
+    vel_sensors: tuple[str, ...],
+    command_name: str = "twist",
+    command_threshold: float = 0.05,
+) -> torch.Tensor:
+    """sum_f |v_xy,f|^2 over feet in ground contact while commanded to move, (m/s)^2. (N,)
+
+    (mjlab ``feet_slip``; contact from the contact sensor ``sensor_name``.)
+    """
+    v_xy = _stack_sensors(env, vel_sensors)[..., :2]  # (N, F, 2)
+    contact = env.contact_sensors[sensor_name].in_contact  # (N, F)
+    cost = torch.sum(v_xy.square().sum(dim=2) * contact, dim=1)
+    return cost * (_command_speed(env, command_name) > command_threshold)
+
+
+def foot_air_time_window(
+    env,
+    sensor_name: str,
+    threshold_min: float = 0.05,
+    threshold_max: float = 0.5,
+    command_name: str = "twist",
+    command_threshold: float = 0.5,
+) -> torch.Tensor:
+    """Number of feet whose current flight lasts between threshold_min and threshold_max s,
+    while commanded to move faster than ``command_threshold`` (mjlab ``feet_air_time``). (N,)"""
+    t = env.contact_sensors[sensor_name].current_air_time
+    count = ((t > threshold_min) & (t < threshold_max)).sum(dim=1).float()
+    return count * (_command_speed(env, command_name) > command_threshold)
+
+
+def self_collision_count(env, sensor_name: str, force_threshold: float = 10.0) -> torch.Tensor:
+    """Slots of contact sensor ``sensor_name`` whose strongest contact pushes harder than
+    ``force_threshold`` N (0 or 1 for one self-collision slot). (N,)
+
+    mjlab ``self_collision_cost`` counts the physics substeps (of the last 4) with such a contact;
+    the backend exposes the last substep only, so this is that substep's indicator.
+    """
+    sensor = env.contact_sensors[sensor_name]
+    hit = sensor.in_contact & (torch.linalg.vector_norm(sensor.force, dim=2) > force_threshold)
+    return hit.sum(dim=1).float()

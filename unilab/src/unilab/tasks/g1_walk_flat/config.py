@@ -1,4 +1,8 @@
-"""User-facing settings of g1_walk_flat (the ``env.*`` override keys)."""
+"""User-facing settings of g1_walk_flat (the ``env.*`` override keys).
+
+Defaults: tasks.md §2.1 (mjlab ``Mjlab-Velocity-Flat-Unitree-G1``) as trimmed by its
+recommendation for CPU training.
+"""
 
 from __future__ import annotations
 
@@ -18,16 +22,60 @@ class CommandsConfig(BaseModel):
 
 class RewardWeights(BaseModel):
     """Reward weights; each term is multiplied by its weight and the env step dt (0.02 s).
+    A weight of 0 switches the term off (it is then not evaluated).
 
     Values from mjlab ``Mjlab-Velocity-Flat-Unitree-G1`` (tasks.md §2.1).
     """
 
     model_config = ConfigDict(extra="forbid")
-    track_linear_velocity: float = 2.0
-    track_angular_velocity: float = 2.0
-    upright: float = 1.0
-    action_rate_l2: float = -0.1
-    joint_pos_limits: float = -1.0
+    track_linear_velocity: float = Field(2.0, description="exp(-|v - cmd|^2 / 0.25)")
+    track_angular_velocity: float = Field(2.0, description="exp(-|w - cmd|^2 / 0.5)")
+    upright: float = Field(1.0, description="torso exp(-|g_xy|^2 / 0.2)")
+    pose: float = Field(1.0, description="variable posture, per-joint std by speed regime")
+    body_ang_vel: float = Field(-0.05, description="torso |w_xy|^2")
+    angular_momentum: float = Field(-0.02, description="whole-body |L|^2")
+    action_rate_l2: float = Field(-0.1, description="|a_t - a_t-1|^2")
+    joint_pos_limits: float = Field(-1.0, description="rad outside the soft joint limits")
+    foot_clearance: float = Field(-2.0, description="|z - 0.1 m| x foot speed, when moving")
+    foot_slip: float = Field(-0.1, description="foot speed^2 in contact, when moving")
+    air_time: float = Field(0.0, description="feet with 0.05-0.5 s flight (off, as in mjlab G1)")
+    self_collisions: float = Field(-1.0, description="self-contact above 10 N")
+
+
+class DomainRandomizationConfig(BaseModel):
+    """Per-world physics randomization, drawn once per world at startup (mjlab ``startup``
+    events; tasks.md §2.1)."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = Field(True, description="randomize friction, torso CoM and encoder bias")
+    foot_friction: tuple[float, float] = Field(
+        (0.3, 1.2), description="sliding friction of the sole geoms, one value per world"
+    )
+    torso_com_m: tuple[float, float, float] = Field(
+        (0.025, 0.025, 0.03), description="torso CoM offset range ± along x, y, z, m"
+    )
+    encoder_bias_rad: float = Field(0.015, ge=0.0, description="joint encoder bias range ±, rad")
+
+
+class PushVelocityConfig(BaseModel):
+    """Push magnitudes ±: half of mjlab's ranges to start (tasks.md recommendation)."""
+
+    model_config = ConfigDict(extra="forbid")
+    x: float = Field(0.25, ge=0.0, description="m/s, world frame")
+    y: float = Field(0.25, ge=0.0, description="m/s, world frame")
+    z: float = Field(0.2, ge=0.0, description="m/s, world frame")
+    roll: float = Field(0.26, ge=0.0, description="rad/s, base frame")
+    pitch: float = Field(0.26, ge=0.0, description="rad/s, base frame")
+    yaw: float = Field(0.39, ge=0.0, description="rad/s, base frame")
+
+
+class PushConfig(BaseModel):
+    """Random pushes: the base velocity changes by U(±velocity) at random intervals per world."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = Field(True, description="push the robot")
+    interval_s: tuple[float, float] = Field((1.0, 3.0), description="s between pushes, U(range)")
+    velocity: PushVelocityConfig = PushVelocityConfig()
 
 
 class G1WalkFlatConfig(BaseModel):
@@ -39,6 +87,11 @@ class G1WalkFlatConfig(BaseModel):
     observation_noise: bool = Field(True, description="uniform noise on actor observations")
     reset_xy_m: float = Field(0.5, ge=0.0, description="reset base x, y offset range ±, m")
     reset_yaw_rad: float = Field(3.14159, ge=0.0, description="reset yaw range ±, rad")
+    reset_z_m: tuple[float, float] = Field(
+        (0.01, 0.05), description="reset base height offset range, m (mjlab: drop from 1-5 cm)"
+    )
     tilt_limit_deg: float = Field(70.0, gt=0.0, le=180.0, description="fell-over tilt, deg")
     commands: CommandsConfig = CommandsConfig()
     rewards: RewardWeights = RewardWeights()
+    domain_randomization: DomainRandomizationConfig = DomainRandomizationConfig()
+    push: PushConfig = PushConfig()

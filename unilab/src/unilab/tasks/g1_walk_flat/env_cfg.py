@@ -1,4 +1,15 @@
-"""Builds the g1_walk_flat env: terms in mjlab's velocity-task style on our G1 model."""
+"""Builds the g1_walk_flat env: mjlab's G1 velocity task (``tasks/velocity/velocity_env_cfg.py``
+and ``config/g1/env_cfgs.py``, v1.6.0) on our G1 model, trimmed for CPU as recommended in
+tasks.md (no heading commands, no curriculum, no terrain).
+
+Observation layout (columns, in order):
+
+- ``actor`` (99): base_lin_vel 3 (IMU velocimeter, ±0.5), base_ang_vel 3 (gyro, ±0.2),
+  projected_gravity 3 (IMU up vector, ±0.05), joint_pos 29 (rel. to the default pose, plus the
+  encoder bias, ±0.01), joint_vel 29 (±1.5), actions 29, command 3.
+- ``critic`` (111): the same terms noise-free with the unbiased joint_pos, then foot_height 2,
+  foot_air_time 2, foot_contact 2, foot_contact_forces 6 (as mjlab).
+"""
 
 from __future__ import annotations
 
@@ -8,10 +19,65 @@ from pathlib import Path
 import torch
 
 from unilab.envs import mdp
+from unilab.envs.contact import ContactSensorCfg, add_contact_sensors
 from unilab.envs.manager_based_rl_env import EnvCfg, ManagerBasedRlEnv
 from unilab.envs.managers import EventTerm, ObsTerm, RewardTerm, TerminationTerm
 from unilab.robots import g1
 from unilab.tasks.g1_walk_flat.config import G1WalkFlatConfig
+from unilab.utils.names import resolve_name_values
+
+##
+# Robot-specific constants.
+##
+
+FEET_GROUND = "feet_ground_contact"
+SELF_COLLISION = "self_collision"
+FOOT_POS_SENSORS = tuple(f"{site}_pos" for site in g1.FOOT_SITES)
+FOOT_VEL_SENSORS = tuple(f"{site}_lin_vel" for site in g1.FOOT_SITES)
+
+# Per-joint posture tolerances, rad (mjlab config/g1/env_cfgs.py): knees and hip pitch loosest
+# for the stride, hip roll/yaw tighter against sway, ankle roll and waist roll/pitch tight for
+# balance, arms moderate; running about 1.5-2x walking.
+POSTURE_STD_STANDING = {r".*": 0.05}
+POSTURE_STD_WALKING = {
+    r".*hip_pitch.*": 0.3, r".*hip_roll.*": 0.15, r".*hip_yaw.*": 0.15, r".*knee.*": 0.35,
+    r".*ankle_pitch.*": 0.25, r".*ankle_roll.*": 0.1,
+    r".*waist_yaw.*": 0.2, r".*waist_roll.*": 0.08, r".*waist_pitch.*": 0.1,
+    r".*shoulder_pitch.*": 0.15, r".*shoulder_roll.*": 0.15, r".*shoulder_yaw.*": 0.1,
+    r".*elbow.*": 0.15, r".*wrist.*": 0.3,
+}  # fmt: skip
+POSTURE_STD_RUNNING = {
+    r".*hip_pitch.*": 0.5, r".*hip_roll.*": 0.2, r".*hip_yaw.*": 0.2, r".*knee.*": 0.6,
+    r".*ankle_pitch.*": 0.35, r".*ankle_roll.*": 0.15,
+    r".*waist_yaw.*": 0.3, r".*waist_roll.*": 0.08, r".*waist_pitch.*": 0.2,
+    r".*shoulder_pitch.*": 0.5, r".*shoulder_roll.*": 0.2, r".*shoulder_yaw.*": 0.15,
+    r".*elbow.*": 0.35, r".*wrist.*": 0.3,
+}  # fmt: skip
+
+
+def contact_sensors() -> dict[str, ContactSensorCfg]:
+    """The task's contact sensors: each foot against the world (floor), and robot against robot."""
+    return {
+        FEET_GROUND: ContactSensorCfg(
+            primary_subtrees=tuple(g1.FOOT_BODIES), secondary_body="world",
+            reduce="netforce", track_air_time=True,
+        ),
+        SELF_COLLISION: ContactSensorCfg(
+            primary_subtrees=(g1.PELVIS_BODY,), secondary_subtree=g1.PELVIS_BODY, reduce="maxforce",
+        ),
+    }  # fmt: skip
+
+
+def scene_mjcf(robot_mjcf: str | None = None) -> str:
+    """MJCF text of the G1 scene plus the task's contact sensors.
+
+    Args:
+        robot_mjcf: path of a user G1 MJCF, or None for the G1 described in this project.
+    """
+    spec = g1.g1_scene_spec(mjcf=robot_mjcf)
+    add_contact_sensors(spec, contact_sensors())
+    spec.compile()
+    return spec.to_xml()
 
 
 def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg:
@@ -23,43 +89,95 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
     """
     if robot_mjcf and not Path(robot_mjcf).is_file():
         raise FileNotFoundError(f"robot.mjcf: no such file {robot_mjcf!r}")
-    mjcf = g1.g1_scene_xml(mjcf=robot_mjcf)
     joint_names = tuple(g1.G1_JOINT_NAMES)
     scale = torch.tensor([g1.ACTION_SCALE[j] for j in joint_names], dtype=torch.float32)
 
     ##
-    # Observations: actor (noisy, 99) and critic (noise-free) groups.
+    # Observations: actor (noisy, 99) and critic (noise-free, privileged, 111).
     ##
-    def group(noisy: bool) -> dict[str, ObsTerm]:
+    def policy_terms(noisy: bool, biased: bool) -> dict[str, ObsTerm]:
         n = (lambda x: x) if noisy else (lambda x: None)
         return {
-            "base_lin_vel": ObsTerm(mdp.base_lin_vel, noise=n(0.5)),
-            "base_ang_vel": ObsTerm(mdp.base_ang_vel, noise=n(0.2)),
-            "projected_gravity": ObsTerm(mdp.projected_gravity, noise=n(0.05)),
-            "joint_pos": ObsTerm(mdp.joint_pos_rel, noise=n(0.01)),
-            "joint_vel": ObsTerm(mdp.joint_vel, noise=n(1.5)),
+            "base_lin_vel": ObsTerm(mdp.builtin_sensor, n(0.5), {"sensor_name": "imu_lin_vel"}),
+            "base_ang_vel": ObsTerm(mdp.builtin_sensor, n(0.2), {"sensor_name": "imu_ang_vel"}),
+            "projected_gravity": ObsTerm(
+                mdp.projected_gravity_from_sensor, n(0.05), {"sensor_name": "imu_upvector"}
+            ),
+            "joint_pos": ObsTerm(mdp.joint_pos_rel, n(0.01), {"biased": biased}),
+            "joint_vel": ObsTerm(mdp.joint_vel, n(1.5)),
             "actions": ObsTerm(mdp.last_action),
             "command": ObsTerm(mdp.generated_command, params={"name": "twist"}),
         }
+
+    critic = {
+        **policy_terms(noisy=False, biased=False),
+        "foot_height": ObsTerm(mdp.foot_height, params={"sensor_names": FOOT_POS_SENSORS}),
+        "foot_air_time": ObsTerm(mdp.foot_air_time, params={"sensor_name": FEET_GROUND}),
+        "foot_contact": ObsTerm(mdp.foot_contact, params={"sensor_name": FEET_GROUND}),
+        "foot_contact_forces": ObsTerm(mdp.foot_contact_forces, params={"sensor_name": FEET_GROUND}),
+    }
 
     ##
     # Rewards (weights from the task config).
     ##
     w = cfg.rewards
+    std = {
+        f"std_{regime}": torch.tensor(resolve_name_values(table, joint_names), dtype=torch.float32)
+        for regime, table in (
+            ("standing", POSTURE_STD_STANDING),
+            ("walking", POSTURE_STD_WALKING),
+            ("running", POSTURE_STD_RUNNING),
+        )
+    }
+    feet = {"command_name": "twist", "command_threshold": 0.05}
     rewards = {
         "track_linear_velocity": RewardTerm(
-            mdp.track_linear_velocity, w.track_linear_velocity, {"std": 0.5}
+            mdp.track_linear_velocity, w.track_linear_velocity, {"std": math.sqrt(0.25)}
         ),
         "track_angular_velocity": RewardTerm(
             mdp.track_angular_velocity, w.track_angular_velocity, {"std": math.sqrt(0.5)}
         ),
         "upright": RewardTerm(mdp.upright, w.upright, {"std": math.sqrt(0.2), "body": g1.TORSO_BODY}),
+        "pose": RewardTerm(
+            mdp.variable_posture,
+            w.pose,
+            {**std, "command_name": "twist", "walking_threshold": 0.05, "running_threshold": 1.5},
+        ),
+        "body_ang_vel": RewardTerm(mdp.body_ang_vel_l2, w.body_ang_vel, {"body": g1.TORSO_BODY}),
+        "angular_momentum": RewardTerm(
+            mdp.angular_momentum_l2, w.angular_momentum, {"sensor_name": "root_angmom"}
+        ),
         "action_rate_l2": RewardTerm(mdp.action_rate_l2, w.action_rate_l2),
         "joint_pos_limits": RewardTerm(
             mdp.joint_pos_limits, w.joint_pos_limits, {"soft_factor": g1.SOFT_JOINT_POS_LIMIT_FACTOR}
         ),
+        "foot_clearance": RewardTerm(
+            mdp.foot_clearance,
+            w.foot_clearance,
+            {"target_height": 0.1, "pos_sensors": FOOT_POS_SENSORS, "vel_sensors": FOOT_VEL_SENSORS,
+             **feet},
+        ),  # fmt: skip
+        "foot_slip": RewardTerm(
+            mdp.foot_slip_l2,
+            w.foot_slip,
+            {"sensor_name": FEET_GROUND, "vel_sensors": FOOT_VEL_SENSORS, **feet},
+        ),
+        "air_time": RewardTerm(
+            mdp.foot_air_time_window,
+            w.air_time,
+            {"sensor_name": FEET_GROUND, "threshold_min": 0.05, "threshold_max": 0.5,
+             "command_name": "twist", "command_threshold": 0.5},
+        ),  # fmt: skip
+        "self_collisions": RewardTerm(
+            mdp.self_collision_count,
+            w.self_collisions,
+            {"sensor_name": SELF_COLLISION, "force_threshold": 10.0},
+        ),
     }
 
+    ##
+    # Terminations.
+    ##
     terminations = {
         "time_out": TerminationTerm(mdp.time_out, time_out=True),
         "fell_over": TerminationTerm(
@@ -68,13 +186,42 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
         "nan_state": TerminationTerm(mdp.nan_detected),
     }
 
+    ##
+    # Events: reset, domain randomization (startup), pushes (interval).
+    ##
     events = {
         "reset_base": EventTerm(
             mdp.reset_root_state_uniform,
             mode="reset",
-            params={"xy": cfg.reset_xy_m, "yaw": cfg.reset_yaw_rad},
+            params={"xy": cfg.reset_xy_m, "yaw": cfg.reset_yaw_rad, "z": cfg.reset_z_m},
         ),
     }
+    dr = cfg.domain_randomization
+    if dr.enabled:
+        events["foot_friction"] = EventTerm(
+            mdp.randomize_geom_friction,
+            mode="startup",
+            params={"geom_names": tuple(g1.FOOT_GEOM_NAMES), "friction_range": dr.foot_friction},
+        )
+        events["torso_com"] = EventTerm(
+            mdp.randomize_body_com,
+            mode="startup",
+            params={"body_names": (g1.TORSO_BODY,), "offset_range": dr.torso_com_m},
+        )
+        events["encoder_bias"] = EventTerm(
+            mdp.randomize_encoder_bias,
+            mode="startup",
+            params={"bias_range": (-dr.encoder_bias_rad, dr.encoder_bias_rad)},
+        )
+    if cfg.push.enabled:
+        v = cfg.push.velocity
+        events["push_robot"] = EventTerm(
+            mdp.push_by_setting_velocity,
+            mode="interval",
+            interval_range_s=cfg.push.interval_s,
+            params={"velocity_range": {k: (-getattr(v, k), getattr(v, k))
+                                       for k in ("x", "y", "z", "roll", "pitch", "yaw")}},
+        )  # fmt: skip
 
     c = cfg.commands
     ranges = mdp.VelocityCommandRanges(
@@ -85,17 +232,18 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
         standing_fraction=c.standing_fraction,
     )
     return EnvCfg(
-        mjcf=mjcf,
+        mjcf=scene_mjcf(robot_mjcf),
         joint_names=joint_names,
         action_scale=scale,
         decimation=cfg.decimation,
         episode_length_s=cfg.episode_length_s,
-        observations={"actor": group(cfg.observation_noise), "critic": group(False)},
+        observations={"actor": policy_terms(cfg.observation_noise, biased=True), "critic": critic},
         rewards=rewards,
         terminations=terminations,
         events=events,
         commands={"twist": lambda env: mdp.UniformVelocityCommand(env, ranges)},
         tracked_bodies=(g1.PELVIS_BODY, g1.TORSO_BODY, *g1.FOOT_BODIES),
+        contact_sensors=contact_sensors(),
         noise=cfg.observation_noise,
     )
 

@@ -1,0 +1,336 @@
+"""A run directory and one of its checkpoints -> the env (with the task's play settings) and the
+deterministic policy, ready to roll out; plus ``run_summary.json`` updates.
+
+The env is rebuilt from ``run_config.json`` through the same plugin registries as training (task,
+algorithm, backend by the names the run recorded), on the CPU learner device, with the task's play
+overrides (:data:`PLAY_OVERRIDES`) and the caller's on top.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import BaseModel, ValidationError
+
+from unilab import runs
+from unilab.config import ConfigError, _check_keys, build_run_model, deep_merge, parse_overrides, valid_keys
+from unilab.plugins import TASKS
+from unilab.train import UserError, _algo_config, _lookup
+from unilab_rl.registry import ALGORITHMS
+from unisim._registry import BACKENDS
+
+PLAY_OVERRIDES: dict[str, list[str]] = {
+    "g1_walk_flat": [
+        "env.observation_noise=false",
+        "env.push.enabled=false",
+        "env.commands.lin_vel_x=[0.5,0.5]",
+        "env.commands.lin_vel_y=[0.0,0.0]",
+        "env.commands.ang_vel_z=[0.0,0.0]",
+        "env.commands.standing_fraction=0.0",
+        "env.reset_xy_m=0.0",
+        "env.reset_yaw_rad=0.0",
+    ],
+}
+"""Play settings of the built-in tasks, as ``key=value`` overrides of the run config: no
+observation noise, no pushes, a fixed command (walk forward at 0.5 m/s), the start pose not
+shifted or turned. A task can carry its own as a ``play_overrides`` attribute of its TaskSpec,
+which wins over this table. Keys the run's config does not have are skipped (a task's settings
+change over time); the user's overrides are checked strictly."""
+
+_CHECKPOINT = re.compile(r"model_(\d+)\.pt")
+
+
+@dataclass
+class LoadedRun:
+    """A run directory with a loaded checkpoint and its (play) config.
+
+    Attributes:
+        run_dir: the run directory.
+        checkpoint: the checkpoint file.
+        payload: the checkpoint dict (``iteration``, ``agent``, ``algo``, ``task``, ``config``).
+        algo, task, sim: plugin names the run used.
+        algo_reg, task_reg, backend_reg: their registrations.
+        cfg: the run config with the play overrides applied (a pydantic model).
+        overrides: the overrides that were applied, in order.
+    """
+
+    run_dir: Path
+    checkpoint: Path
+    payload: dict[str, Any]
+    algo: str
+    task: str
+    sim: str
+    algo_reg: Any
+    task_reg: Any
+    backend_reg: Any
+    cfg: BaseModel
+    overrides: list[str]
+
+    @property
+    def iteration(self) -> int:
+        return int(self.payload.get("iteration", 0))
+
+
+def resolve_checkpoint(run_dir: Path, checkpoint: str | None = None) -> Path:
+    """The checkpoint file to load.
+
+    Args:
+        run_dir: the run directory.
+        checkpoint: a file name in ``run_dir`` (``model_100.pt``) or a path; ``None`` picks
+            ``model_last.pt``, else the highest ``model_<iteration>.pt``.
+
+    Raises:
+        UserError: no such checkpoint (listing the ones the run has).
+    """
+    numbered = sorted(
+        (int(m.group(1)), p) for p in run_dir.glob("model_*.pt") if (m := _CHECKPOINT.fullmatch(p.name))
+    )
+    last = run_dir / "model_last.pt"
+    have = ([last] if last.is_file() else []) + [p for _, p in reversed(numbered)]
+    if checkpoint is None:
+        if not have:
+            raise UserError(f"no checkpoint in {run_dir} (expected model_last.pt or model_<iteration>.pt)")
+        return have[0]
+    path = Path(checkpoint)
+    for candidate in (run_dir / path, path):
+        if candidate.is_file():
+            return candidate
+    names = ", ".join(p.name for p in have) or "none"
+    raise UserError(f"no checkpoint {checkpoint!r} in {run_dir} (checkpoints: {names})")
+
+
+def load_run(
+    run: str,
+    checkpoint: str | None = None,
+    *,
+    log_dir: str | Path = "logs",
+    overrides: list[str] | tuple[str, ...] = (),
+) -> LoadedRun:
+    """Load a run directory's config and checkpoint, and resolve its plugins.
+
+    Args:
+        run: a run directory or ``latest`` (newest run under ``log_dir``).
+        checkpoint: see :func:`resolve_checkpoint`.
+        log_dir: where ``latest`` looks.
+        overrides: ``key.sub=value`` applied over the run's config and the task's play settings
+            (:data:`PLAY_OVERRIDES`).
+
+    Raises:
+        UserError: no such run or checkpoint, an unreadable checkpoint, a plugin the run used is
+            not installed, or an override/config that does not validate (one line each).
+    """
+    try:
+        run_dir = runs.resolve_run_dir(run, log_dir)
+    except FileNotFoundError as exc:
+        raise UserError(str(exc)) from None
+    ckpt_path = resolve_checkpoint(run_dir, checkpoint)
+    try:
+        run_config = json.loads((run_dir / "run_config.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot read {run_dir / 'run_config.json'}: {exc}") from None
+    try:
+        payload = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is the user's to fix
+        raise UserError(f"cannot load checkpoint {ckpt_path}: {type(exc).__name__}: {exc}") from None
+    if not isinstance(payload, dict) or "agent" not in payload:
+        raise UserError(f"{ckpt_path} is not a unilab checkpoint (no 'agent' entry)")
+
+    algo = payload.get("algo") or run_config["algo"]
+    task = payload.get("task") or run_config["task"]
+    sim = run_config.get("sim", "mujoco")
+    algo_reg = _lookup(ALGORITHMS, algo, "algorithm of the run")
+    task_reg = _lookup(TASKS, task, "task of the run")
+    backend_reg = _lookup(BACKENDS, sim, "simulator of the run")
+
+    model = build_run_model(algo_reg.item.config_cls, task_reg.item.config_cls)
+    saved = payload.get("config") or run_config.get("config") or {}
+    keys = set(valid_keys(model))
+    play = getattr(task_reg.item, "play_overrides", None) or PLAY_OVERRIDES.get(task, [])
+    play = [o for o in play if o.split("=", 1)[0] in keys]
+    try:
+        user = parse_overrides(list(overrides))
+        _check_keys(user, model, "the command line")
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+    tree = deep_merge(deep_merge(saved, parse_overrides(play)), user)
+    try:
+        cfg = model.model_validate(tree)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        raise UserError(
+            f"the config of {run_dir} does not validate with the installed plugins: {key}: "
+            f"{err.get('input')!r} ({err['msg'].lower()})"
+        ) from None
+    return LoadedRun(run_dir, ckpt_path, payload, algo, task, sim, algo_reg, task_reg, backend_reg, cfg,
+                     [*play, *overrides])
+
+
+def make_env(loaded: LoadedRun, num_envs: int):
+    """Build the run's env with ``num_envs`` worlds from ``loaded.cfg`` (physics threads: the run's
+    ``sim.nthread``, or one per available core, and at most one per world; no core pinning).
+
+    Raises:
+        UserError: the task cannot be built (e.g. a ``robot.mjcf`` that no longer exists).
+    """
+    if num_envs < 1:
+        raise UserError(f"--num-envs must be >= 1, got {num_envs}")
+    cfg = loaded.cfg
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    nthread = min(cfg.sim.nthread or cores, num_envs)
+    try:
+        return loaded.task_reg.item.make_env(
+            cfg.env,
+            backend_cls=loaded.backend_reg.item,
+            num_envs=num_envs,
+            nthread=nthread,
+            cpu_ids=None,
+            robot_mjcf=cfg.robot.mjcf,
+            seed=cfg.training.seed,
+        )
+    except (ValueError, FileNotFoundError) as exc:
+        raise UserError(f"could not build task {loaded.task!r}: {exc}") from None
+
+
+def make_policy(loaded: LoadedRun, env) -> tuple[torch.nn.Module, str]:
+    """The checkpoint's deterministic policy on the CPU, in eval mode, and the observation group it
+    reads.
+
+    Built as training built the learner (the algorithm's ``make_agent`` on ``env``), loaded from
+    the checkpoint, then ``agent.inference_policy()``: a module mapping raw actor observations
+    (B, obs_dims[actor]) float32 to actions (B, num_actions) float32 in the env's units, with the
+    observation normalizer inside.
+
+    Raises:
+        UserError: the algorithm has no ``inference_policy``, or the checkpoint does not fit the
+            env (different observation or action sizes).
+    """
+    algo_cfg = _algo_config(loaded.algo_reg, loaded.cfg)
+    if dataclasses.is_dataclass(algo_cfg) and hasattr(algo_cfg, "num_envs"):
+        algo_cfg = dataclasses.replace(algo_cfg, num_envs=env.num_envs)
+    agent = loaded.algo_reg.item.make_agent(env, algo_cfg, torch.device("cpu"))
+    if not hasattr(agent, "inference_policy"):
+        raise UserError(f"algorithm {loaded.algo!r} has no inference_policy(); it cannot be played or exported")
+    try:
+        agent.load_state_dict(loaded.payload["agent"])
+    except (KeyError, RuntimeError) as exc:
+        raise UserError(
+            f"checkpoint {loaded.checkpoint} does not fit the env rebuilt from run_config.json: "
+            f"{str(exc).splitlines()[0]}"
+        ) from None
+    return agent.inference_policy().eval(), getattr(agent, "actor_group", "actor")
+
+
+@dataclass
+class Rollout:
+    """What :func:`rollout` recorded.
+
+    Attributes:
+        observations: (steps * num_envs, obs_dim) float32 actor observations the policy saw.
+        qpos: (frames, nq) float64 qpos of world 0 after every ``frame_stride``-th step.
+        returns: (episodes,) float64 return of each episode, ended or cut by the end of the rollout.
+        lengths: (episodes,) int64 their lengths in env steps.
+        terminated: (episodes,) bool, ended by a termination term (not a time-out or the end).
+    """
+
+    observations: torch.Tensor
+    qpos: torch.Tensor
+    returns: torch.Tensor
+    lengths: torch.Tensor
+    terminated: torch.Tensor
+
+
+def rollout(env, policy: torch.nn.Module, steps: int, *, group: str = "actor", frame_stride: int = 0) -> Rollout:
+    """Reset ``env`` and step it ``steps`` times with ``policy``.
+
+    Args:
+        env: a VecEnv (the env auto-resets rows that end).
+        policy: raw observations (B, D) -> actions (B, A), on the CPU.
+        steps: env steps.
+        group: observation group the policy reads.
+        frame_stride: record world 0's qpos after every ``frame_stride``-th step (0: none); needs
+            ``env.backend.qpos``.
+
+    The policy runs on one torch thread meanwhile: a batch of a few rows gains nothing from more,
+    and more compete with the physics threads (a 4-world rollout on 2 cores ran 10x slower with 2).
+
+    Raises:
+        UserError: ``steps < 1``.
+    """
+    if steps < 1:
+        raise UserError(f"--steps must be >= 1, got {steps}")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _rollout(env, policy, steps, group, frame_stride)
+    finally:
+        torch.set_num_threads(threads)
+
+
+@torch.no_grad()
+def _rollout(env, policy: torch.nn.Module, steps: int, group: str, frame_stride: int) -> Rollout:
+    n = env.num_envs
+    obs = env.reset()
+    ep_return = torch.zeros(n, dtype=torch.float64)
+    ep_length = torch.zeros(n, dtype=torch.long)
+    seen, frames = [], []
+    returns, lengths, terminated_eps = [], [], []
+    for t in range(steps):
+        o = obs[group].to("cpu", torch.float32)
+        seen.append(o.clone())
+        actions = policy(o).to(env.device)
+        obs, reward, terminated, truncated, _ = env.step(actions)
+        ep_return += reward.to("cpu", torch.float64)
+        ep_length += 1
+        done = (terminated | truncated).cpu()
+        if done.any():
+            returns.append(ep_return[done].clone())
+            lengths.append(ep_length[done].clone())
+            terminated_eps.append(terminated.cpu()[done])
+            ep_return[done] = 0.0
+            ep_length[done] = 0
+        if frame_stride and (t + 1) % frame_stride == 0:
+            frames.append(env.backend.qpos[0].to("cpu", torch.float64).clone())
+    running = ep_length > 0
+    returns.append(ep_return[running])
+    lengths.append(ep_length[running])
+    terminated_eps.append(torch.zeros(int(running.sum()), dtype=torch.bool))
+    return Rollout(
+        observations=torch.cat(seen),
+        qpos=torch.stack(frames) if frames else torch.zeros(0, 0, dtype=torch.float64),
+        returns=torch.cat(returns),
+        lengths=torch.cat(lengths),
+        terminated=torch.cat(terminated_eps),
+    )
+
+
+def update_summary(run_dir: Path, **fields: Any) -> None:
+    """Merge ``fields`` into ``run_dir/run_summary.json`` (created if missing), atomically."""
+    path = Path(run_dir) / "run_summary.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
+    data.update(fields)
+    runs.write_json(path, data)
+
+
+def relative_to_run(path: Path, run_dir: Path) -> str:
+    """``path`` relative to ``run_dir`` when inside it, else absolute (for run_summary.json)."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(run_dir).resolve()))
+    except ValueError:
+        return str(Path(path).resolve())
+
+
+__all__ = [
+    "LoadedRun", "PLAY_OVERRIDES", "Rollout", "load_run", "make_env", "make_policy",
+    "relative_to_run", "resolve_checkpoint", "rollout", "update_summary",
+]

@@ -1,0 +1,186 @@
+"""``unilab play``: roll a checkpoint's deterministic policy out with the task's play settings,
+report episode return and length, and write an mp4 of world 0.
+
+    unilab play logs/sac/g1_walk_flat/2026-01-01_12-00-00_mujoco
+    unilab play latest --checkpoint model_100.pt --num-envs 8 --steps 500 --video walk.mp4
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from unilab.deploy import DEFAULT_NUM_ENVS, DEFAULT_STEPS
+from unilab.deploy.loading import load_run, make_env, make_policy, relative_to_run, rollout, update_summary
+from unilab.deploy.video import VideoError, VideoResult, check_frame_size, frame_stride, render_video
+from unilab.train import UserError
+
+
+
+@dataclass
+class PlayResult:
+    """What :func:`play` did.
+
+    Attributes:
+        run_dir: the run directory.
+        checkpoint: checkpoint file name (in ``run_dir``) or path.
+        iteration: the checkpoint's training iteration.
+        num_envs, steps: worlds and env steps rolled out.
+        step_dt: env step, s.
+        episode_returns: (E,) float64 returns of the episodes, ended or cut by the end of play.
+        episode_lengths: (E,) int64 their lengths, env steps.
+        episodes_terminated: how many of them a termination term ended (a fall).
+        overrides: the config overrides of the play settings and the user.
+        observations: (steps * num_envs, obs_dim) float32 observations the policy saw (for
+            :func:`unilab.deploy.export.export`'s check; not written to the summary).
+        video: the written video, or None.
+        video_error: why no video was written (None if it was, or if none was asked for).
+    """
+
+    run_dir: Path
+    checkpoint: str
+    iteration: int
+    num_envs: int
+    steps: int
+    step_dt: float
+    episode_returns: torch.Tensor
+    episode_lengths: torch.Tensor
+    episodes_terminated: int
+    overrides: list[str]
+    observations: torch.Tensor = field(repr=False)
+    video: VideoResult | None = None
+    video_error: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON-able ``play`` entry of ``run_summary.json`` (docs/play_export.md)."""
+        r, n = self.episode_returns, self.episode_lengths.double()
+        return {
+            "checkpoint": self.checkpoint,
+            "iteration": self.iteration,
+            "num_envs": self.num_envs,
+            "steps": self.steps,
+            "duration_s": round(self.steps * self.step_dt, 6),
+            "episodes": int(r.numel()),
+            "episodes_terminated": self.episodes_terminated,
+            "episode_return_mean": _round(r.mean()),
+            "episode_return_std": _round(r.std(unbiased=False)),
+            "episode_length_mean": _round(n.mean()),
+            "overrides": self.overrides,
+            "video": None if self.video is None else {
+                **self.video.to_dict(), "path": relative_to_run(Path(self.video.path), self.run_dir)
+            },
+            "error": self.video_error,
+        }
+
+    def lines(self) -> list[str]:
+        """Human-readable report, one item per line."""
+        s = self.summary()
+        out = [
+            f"play: {self.checkpoint} (iteration {self.iteration}), {self.num_envs} envs x {self.steps} "
+            f"steps ({s['duration_s']:g} s at {1.0 / self.step_dt:g} Hz)",
+            f"episode return {s['episode_return_mean']:.3f} +- {s['episode_return_std']:.3f}, length "
+            f"{s['episode_length_mean']:.1f} steps ({s['episodes']} episodes, "
+            f"{self.episodes_terminated} terminated, the others timed out or cut by the end of play)",
+        ]
+        if self.video is not None:
+            v = self.video
+            out.append(f"video: {v.path} ({v.frames} frames, {v.width}x{v.height}, {v.fps:g} fps, "
+                       f"{v.encoder}, {v.gl})")
+        return out
+
+
+def _round(x: torch.Tensor) -> float | None:
+    value = float(x)
+    return None if math.isnan(value) else round(value, 6)
+
+
+def play(
+    run: str,
+    *,
+    checkpoint: str | None = None,
+    num_envs: int = DEFAULT_NUM_ENVS,
+    steps: int = DEFAULT_STEPS,
+    video: str | Path | None = None,
+    record_video: bool = True,
+    width: int = 640,
+    height: int = 480,
+    fps: float | None = None,
+    log_dir: str | Path = "logs",
+    overrides: list[str] | tuple[str, ...] = (),
+) -> PlayResult:
+    """Roll the deterministic policy out and write a video; record both in ``run_summary.json``.
+
+    Args:
+        run: run directory or ``latest``.
+        checkpoint: checkpoint in the run (default ``model_last.pt``).
+        num_envs: worlds rolled out (the video shows world 0).
+        steps: env steps.
+        video: mp4 path (default ``<run>/videos/play_<iteration>.mp4``).
+        record_video: False skips rendering.
+        width, height: frame size, pixels (even, >= 16).
+        fps: frames per second; the control rate divided by a whole number (default: the highest
+            such rate <= 30, 25 fps for 50 Hz).
+        log_dir: where ``latest`` looks.
+        overrides: ``key.sub=value`` over the run's config and the play settings.
+
+    Returns:
+        The :class:`PlayResult`. A video that could not be written (no OpenGL, no encoder) is
+        reported in ``video_error``, not raised: the rollout's numbers stand.
+
+    Raises:
+        UserError: no such run or checkpoint, bad options or overrides.
+    """
+    loaded = load_run(run, checkpoint, log_dir=log_dir, overrides=overrides)
+    env = make_env(loaded, num_envs)
+    try:
+        if getattr(env, "step_dt", None) is None:
+            raise UserError(f"the {loaded.task!r} env has no step_dt (control period); it cannot be played")
+        step_dt = float(env.step_dt)
+        stride = 0
+        if record_video:
+            try:
+                check_frame_size(width, height)
+                stride = frame_stride(1.0 / step_dt, fps)
+            except VideoError as exc:
+                raise UserError(str(exc)) from None
+            if steps < stride:
+                raise UserError(f"--steps {steps} is shorter than one video frame ({stride} steps)")
+        policy, group = make_policy(loaded, env)
+        rec = rollout(env, policy, steps, group=group, frame_stride=stride)
+        mjcf = getattr(getattr(env, "cfg", None), "mjcf", None)
+    finally:
+        env.close()
+
+    result = PlayResult(
+        run_dir=loaded.run_dir,
+        checkpoint=relative_to_run(loaded.checkpoint, loaded.run_dir),
+        iteration=loaded.iteration,
+        num_envs=num_envs,
+        steps=steps,
+        step_dt=step_dt,
+        episode_returns=rec.returns,
+        episode_lengths=rec.lengths,
+        episodes_terminated=int(rec.terminated.sum()),
+        overrides=loaded.overrides,
+        observations=rec.observations,
+    )
+    if record_video:
+        path = Path(video) if video else loaded.run_dir / "videos" / f"play_{loaded.iteration}.mp4"
+        try:
+            if mjcf is None:
+                raise VideoError(f"the {loaded.task!r} env has no cfg.mjcf to render")
+            result.video = render_video(
+                mjcf, rec.qpos.numpy(), path, fps=1.0 / (step_dt * stride), width=width, height=height
+            )
+        except VideoError as exc:
+            result.video_error = str(exc)
+    entry = result.summary()
+    update_summary(loaded.run_dir, play=entry, video=entry["video"]["path"] if entry["video"] else None)
+    return result
+
+
+__all__ = ["PlayResult", "play"]

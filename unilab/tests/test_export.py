@@ -1,0 +1,135 @@
+"""`unilab export`: ONNX parity with the torch policy, the metadata round trip, and the check in
+run_summary.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from unilab.deploy import DEFAULT_ATOL
+from unilab.deploy.export import export, max_abs_diff, read_metadata
+from unilab.deploy.loading import load_run, make_env, make_policy
+from unilab.robots import g1
+from unilab.train import train
+
+onnxruntime = pytest.importorskip("onnxruntime")
+
+UNILAB = str(Path(sys.executable).parent / "unilab")
+TINY = [
+    "algo.num_envs=2", "algo.max_iterations=2", "algo.batch_size=16", "algo.num_updates=1",
+    "algo.learning_starts=1", "algo.buffer_size_per_env=8", "sim.nthread=1", "training.device=cpu",
+    "training.progress=false", "training.no_play=true",
+]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    """A real run directory whose last checkpoint holds a non-trivial policy: random mean-head
+    weights (training starts them at zero) four times the size 40 laptop iterations reach, and
+    normalizer statistics far from (0, 1)."""
+    logs = tmp_path_factory.mktemp("export") / "logs"
+    run = train("sac", "g1_walk_flat", "mujoco", [*TINY, f"training.log_dir={logs}"], argv=[])
+    path = run / "model_last.pt"
+    ckpt = torch.load(path, weights_only=True)
+    gen = torch.Generator().manual_seed(0)
+    actor = ckpt["agent"]["actor"]
+    for key in ("mean_head.weight", "mean_head.bias"):
+        actor[key] = 0.01 * torch.randn(actor[key].shape, generator=gen)
+    norm = ckpt["agent"]["obs_normalizers"]
+    norm["actor.mean"] = torch.randn(norm["actor.mean"].shape, generator=gen)
+    norm["actor.var"] = torch.rand(norm["actor.var"].shape, generator=gen) * 4 + 0.1
+    torch.save(ckpt, path)
+    return run
+
+
+@pytest.fixture(scope="module")
+def exported(run_dir):
+    return export(str(run_dir), num_envs=2, record_steps=20, num_random=512)
+
+
+@pytest.fixture(scope="module")
+def torch_policy(run_dir):
+    """The checkpoint's torch policy, built afresh (not the module export() compared against)."""
+    loaded = load_run(str(run_dir))
+    env = make_env(loaded, 1)
+    try:
+        policy, _ = make_policy(loaded, env)
+    finally:
+        env.close()
+    return policy
+
+
+def test_onnx_matches_the_torch_policy(exported, torch_policy):
+    assert exported.checker == "passed" and exported.verified
+    assert exported.max_abs_diff_random < 1e-5 and exported.max_abs_diff_recorded < 1e-5
+    assert exported.samples_recorded == 2 * 20
+
+    # Independently of export()'s own check: a fresh torch policy and onnxruntime on new inputs.
+    policy = torch_policy
+    obs = 2.0 * torch.randn(256, 99, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        want = policy(obs).numpy()
+    session = onnxruntime.InferenceSession(str(exported.path), providers=["CPUExecutionProvider"])
+    got = session.run(["actions"], {"obs": obs.numpy()})[0]
+    assert got.shape == (256, 29) and got.dtype == np.float32
+    assert np.abs(got - want).max() < 1e-5
+    assert want.std(axis=0).mean() > 1e-2, "a constant policy would make this check vacuous"
+
+
+def test_the_check_catches_a_policy_without_its_normalizer(exported, torch_policy):
+    policy = torch_policy
+    obs = 2.0 * torch.randn(64, 99, generator=torch.Generator().manual_seed(2))
+    assert max_abs_diff(exported.path, policy, obs) < DEFAULT_ATOL
+    assert max_abs_diff(exported.path, policy.actor.deterministic_action, obs) > 100 * DEFAULT_ATOL
+
+
+def test_metadata_round_trip(exported):
+    meta = read_metadata(exported.path)
+    assert meta == json.loads(json.dumps(exported.metadata))
+    assert meta["unilab_policy_schema"] == 1
+
+    obs = meta["observation"]
+    assert (obs["input"], obs["group"], obs["dim"]) == ("obs", "actor", 99)
+    terms = obs["terms"]
+    assert [t["name"] for t in terms][:3] == ["base_lin_vel", "base_ang_vel", "projected_gravity"]
+    assert terms[0]["start"] == 0 and terms[-1]["stop"] == 99
+    assert all(a["stop"] == b["start"] for a, b in zip(terms, terms[1:]))
+    assert all(t["dim"] == t["stop"] - t["start"] > 0 for t in terms)
+
+    action = meta["action"]
+    assert action["joint_names"] == list(g1.G1_JOINT_NAMES)
+    assert [action["actuator_names"][i] for i in action["actuator_index"]] == action["joint_names"]
+    for key in ("scale", "offset", "low", "high"):
+        assert len(action[key]) == 29
+    assert meta["default_joint_pos"] == action["offset"]
+    assert meta["default_joint_pos"] == pytest.approx(
+        [g1.KEYFRAMES["knees_bent"][1].get(j, 0.0) for j in g1.G1_JOINT_NAMES], abs=1e-6
+    )
+    assert meta["control"]["rate_hz"] == pytest.approx(50.0)
+    assert meta["control"]["decimation"] == 4
+    assert len(meta["pd_gains"]["kp"]) == 29 and min(meta["pd_gains"]["kp"]) > 0
+    assert meta["normalizer"]["in_graph"] is True
+    assert meta["source"]["algo"] == "sac" and meta["source"]["task"] == "g1_walk_flat"
+
+
+def test_run_summary_records_the_check(run_dir, exported):
+    s = json.loads((run_dir / "run_summary.json").read_text())
+    assert s["onnx_max_abs_diff"] == exported.max_abs_diff
+    assert s["onnx"]["path"] == "policy.onnx" and s["onnx"]["verified"] is True
+
+
+def test_export_command_prints_the_difference(run_dir, tmp_path):
+    out = tmp_path / "p.onnx"
+    env = dict(os.environ, UNILAB_STRICT_PLUGINS="1")
+    result = subprocess.run([UNILAB, "export", str(run_dir), "-o", str(out)], capture_output=True,
+                            text=True, timeout=180, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "onnx.checker passed" in result.stdout and "max |onnx - torch| = " in result.stdout
+    assert out.exists() and read_metadata(out)["action"]["dim"] == 29

@@ -1,0 +1,135 @@
+"""`unilab play`: rollout numbers, the mp4 (decoded: frame count and size), the run summary, a
+machine without offscreen OpenGL, and one-line errors for a missing run or checkpoint."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from unilab.deploy import after_training, video
+from unilab.deploy.play import play
+from unilab.train import UserError, train
+
+UNILAB = str(Path(sys.executable).parent / "unilab")
+TINY = [
+    "algo.num_envs=2", "algo.max_iterations=2", "algo.batch_size=16", "algo.num_updates=1",
+    "algo.learning_starts=1", "algo.buffer_size_per_env=8", "sim.nthread=1", "training.device=cpu",
+    "training.progress=false",
+]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    """A real run directory: 2 iterations of 2 envs, without the play + export at its end."""
+    logs = tmp_path_factory.mktemp("play") / "logs"
+    return train("sac", "g1_walk_flat", "mujoco", [*TINY, f"training.log_dir={logs}", "training.no_play=true"], argv=[])
+
+
+def summary(run: Path) -> dict:
+    return json.loads((run / "run_summary.json").read_text())
+
+
+@pytest.fixture
+def no_gl(monkeypatch):
+    """A machine with neither OSMesa nor EGL."""
+    monkeypatch.setattr(video, "gl_candidates", lambda environ=None: ["osmesa", "egl"])
+    monkeypatch.setattr(video, "_missing_library", lambda gl: f"lib{gl} not found")
+
+
+def test_play_writes_an_mp4_of_the_configured_size_and_frame_count(run_dir, tmp_path):
+    av = pytest.importorskip("av")
+    out = tmp_path / "clip.mp4"
+    result = play(str(run_dir), num_envs=2, steps=20, video=out, width=320, height=240)
+    if result.video_error and "no offscreen OpenGL" in result.video_error:
+        pytest.skip(result.video_error)
+    assert result.video_error is None
+    # 50 Hz control, default fps 25: one frame per 2 env steps.
+    assert (result.video.frames, result.video.fps) == (10, 25.0)
+    with av.open(str(out)) as container:
+        stream = container.streams.video[0]
+        assert float(stream.average_rate) == 25.0
+        frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+    assert len(frames) == 10
+    assert all(f.shape == (240, 320, 3) for f in frames)
+    assert max(float(f.std()) for f in frames) > 5.0, "frames are blank"
+
+    # Every env step belongs to exactly one reported episode (ended, or cut by the end of play).
+    assert int(result.episode_lengths.sum()) == 2 * 20
+    assert torch.isfinite(result.episode_returns).all()
+    assert result.observations.shape == (2 * 20, 99)
+    s = summary(run_dir)
+    assert s["video"] == str(out.resolve())
+    assert s["play"]["video"]["frames"] == 10 and s["play"]["error"] is None
+    assert s["play"]["episodes"] == result.episode_returns.numel()
+    assert "env.observation_noise=false" in s["play"]["overrides"]
+
+
+def test_fps_must_divide_the_control_rate(run_dir):
+    with pytest.raises(UserError, match="--fps 30 is not the control rate"):
+        play(str(run_dir), num_envs=1, steps=4, fps=30)
+    with pytest.raises(UserError, match="even number"):
+        play(str(run_dir), num_envs=1, steps=4, width=321)
+
+
+def test_no_offscreen_gl_is_one_clear_message_and_the_numbers_stand(run_dir, no_gl):
+    result = play(str(run_dir), num_envs=1, steps=4)
+    assert result.video is None
+    assert result.video_error.startswith("no offscreen OpenGL for MuJoCo (osmesa: libosmesa not found")
+    assert "apt-get install libosmesa6" in result.video_error
+    assert int(result.episode_lengths.sum()) == 4
+    s = summary(run_dir)
+    assert s["video"] is None and s["play"]["error"] == result.video_error
+
+
+def test_training_without_gl_completes_and_records_the_play_error(tmp_path, no_gl):
+    run = train("sac", "g1_walk_flat", "mujoco", [*TINY, f"training.log_dir={tmp_path}"], argv=[])
+    s = summary(run)
+    assert s["status"] == "normal_completion"
+    assert "no offscreen OpenGL" in s["play"]["error"] and s["video"] is None
+    assert s["play"]["steps"] > 0 and math.isfinite(s["play"]["episode_return_mean"])
+    assert s["onnx"]["verified"] and s["onnx_max_abs_diff"] < 1e-5
+    assert (run / "policy.onnx").exists() and (run / "model_last.pt").exists()
+
+
+def test_after_training_records_failures_instead_of_raising(tmp_path):
+    fake = tmp_path / "not_a_run"
+    fake.mkdir()
+    (fake / "model_last.pt").write_bytes(b"kept")
+    out = after_training(fake)
+    assert "not a run directory" in out["play"]["error"]
+    assert "not a run directory" in out["onnx"]["error"]
+    s = summary(fake)
+    assert s["video"] is None and s["onnx_max_abs_diff"] is None
+    assert (fake / "model_last.pt").read_bytes() == b"kept"
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, UNILAB_STRICT_PLUGINS="1")
+    return subprocess.run([UNILAB, *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["play", "{missing}"], "is not a run directory (no run_config.json)"),
+        (["play", "{run}", "--checkpoint", "model_999.pt"], "no checkpoint 'model_999.pt' in"),
+        (["export", "latest", "--log-dir", "{missing}"], "no runs under"),
+        (["export", "{run}", "--checkpoint", "model_999.pt"], "(checkpoints: model_last.pt, model_2.pt)"),
+    ],
+    ids=["play-run", "play-checkpoint", "export-latest", "export-checkpoint"],
+)
+def test_missing_run_or_checkpoint_is_one_line_exit_2(run_dir, tmp_path, args, expected):
+    subst = {"missing": str(tmp_path / "nope"), "run": str(run_dir)}
+    result = run_cli(*(a.format(**subst) for a in args), cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert expected in lines[0]
+    assert "Traceback" not in result.stderr + result.stdout

@@ -1,0 +1,211 @@
+"""Plugin loading: lazy, once, each plugin isolated; a broken plugin is reported with its
+distribution, version and error and the CLI keeps working; strict mode makes it fatal; a duplicate
+name names both distributions. Plugins are fake installed distributions on sys.path."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from unisim import hookspecs
+from unisim._plugins import DuplicatePluginError, PluginError, PluginRegistry
+from unisim.testing import write_distribution
+
+ROOT = Path(__file__).resolve().parents[2]
+UNILAB = str(Path(sys.executable).parent / "unilab")
+
+GOOD = """
+from unisim.hookspecs import hookimpl
+calls = []
+
+@hookimpl
+def unisim_register_backends(register):
+    calls.append(1)
+    register({name!r}, object, description="a thing")
+"""
+
+
+@pytest.fixture
+def group(monkeypatch):
+    """A fresh entry-point group name, strict mode off."""
+    monkeypatch.delenv("UNILAB_STRICT_PLUGINS", raising=False)
+    return f"unilab_test_{uuid.uuid4().hex[:8]}"
+
+
+def make_registry(group: str) -> PluginRegistry:
+    return PluginRegistry(group, hookspecs, "unisim_register_backends", "backend")
+
+
+def install(tmp_path, monkeypatch, group: str, dists: dict[str, dict[str, str]]) -> dict:
+    """Fake distributions: dist name -> {entry-point name: module source (or None: missing)}.
+    Returns entry-point name -> module name."""
+    site = tmp_path / "site"
+    modules = {}
+    for dist, eps in dists.items():
+        files, targets = {}, {}
+        for ep, source in eps.items():
+            module = f"mod_{ep}_{uuid.uuid4().hex[:8]}"
+            modules[ep] = module
+            if source is not None:
+                files[f"{module}.py"] = source
+            targets[ep] = module
+        write_distribution(site, dist, "1.2.3", entry_points={group: targets}, files=files)
+    monkeypatch.syspath_prepend(str(site))
+    return modules
+
+
+def test_loading_is_lazy_and_happens_once(tmp_path, monkeypatch, group):
+    modules = install(tmp_path, monkeypatch, group, {"good-dist": {"good": GOOD.format(name="a")}})
+    reg = make_registry(group)
+    assert not reg.loaded and modules["good"] not in sys.modules
+    assert reg.names() == ["a"] and reg.names() == ["a"]
+    reg.get("a")
+    assert reg.loaded and sys.modules[modules["good"]].calls == [1]
+    item = reg.get("a")
+    assert (item.distribution, item.version, item.meta["description"]) == ("good-dist", "1.2.3",
+                                                                            "a thing")
+
+
+@pytest.mark.parametrize(
+    "source, error",
+    [
+        (None, "ModuleNotFoundError: No module named 'mod_broken_"),
+        ("import no_such_dependency_for_unilab_tests\n",
+         "ModuleNotFoundError: No module named 'no_such_dependency_for_unilab_tests'"),
+        ("from unisim.hookspecs import hookimpl\n@hookimpl\ndef unisim_register_backends(register):"
+         "\n    raise RuntimeError('boom')\n", "RuntimeError: boom"),
+        ("def unisim_register_backends(register):\n    register('x', object)\n",
+         "its unisim_register_backends() is not marked as a hook implementation (decorate it "
+         "with unisim.hookspecs.hookimpl)"),
+        ("x = 1\n", "it has no unisim_register_backends() hook implementation"),
+        ("from unisim.hookspecs import hookimpl\n@hookimpl\ndef unisim_register_backends(reg):"
+         "\n    pass\n", "PluginValidationError"),
+    ],
+    ids=["missing_module", "import_error", "hook_raises", "unmarked_hook", "no_hook", "bad_args"],
+)
+def test_broken_plugin_is_isolated_and_reported(tmp_path, monkeypatch, group, source, error):
+    install(tmp_path, monkeypatch, group, {
+        "good-dist": {"good": GOOD.format(name="a")},
+        "broken-dist": {"broken": source},
+    })
+    reg = make_registry(group)
+    assert reg.names() == ["a"]
+    assert len(reg.failures) == 1
+    line = str(reg.failures[0])
+    assert line.startswith(
+        f"plugin 'broken' from broken-dist 1.2.3 (entry-point group '{group}') failed: "
+    ), line
+    assert error in line
+
+
+def test_strict_mode_makes_a_broken_plugin_fatal_every_time(tmp_path, monkeypatch, group):
+    install(tmp_path, monkeypatch, group, {
+        "good-dist": {"good": GOOD.format(name="a")},
+        "broken-dist": {"broken": "raise ImportError('needs libfoo')\n"},
+    })
+    monkeypatch.setenv("UNILAB_STRICT_PLUGINS", "1")
+    reg = make_registry(group)
+    for _ in range(2):
+        with pytest.raises(PluginError) as info:
+            reg.get("a")
+        assert "plugin 'broken' from broken-dist 1.2.3" in str(info.value)
+        assert "ImportError: needs libfoo" in str(info.value)
+        assert "UNILAB_STRICT_PLUGINS=1" in str(info.value)
+    monkeypatch.delenv("UNILAB_STRICT_PLUGINS")
+    assert reg.get("a").distribution == "good-dist"
+    with pytest.raises(PluginError):
+        reg.load(strict=True)
+
+
+def test_duplicate_name_is_an_error_naming_both_distributions(tmp_path, monkeypatch, group):
+    install(tmp_path, monkeypatch, group, {
+        "first-dist": {"a_first": GOOD.format(name="same")},
+        "second-dist": {"b_second": GOOD.format(name="same")},
+    })
+    reg = make_registry(group)
+    assert reg.names() == ["same"]
+    assert "duplicate backend name 'same': registered by first-dist 1.2.3 and by second-dist " \
+           "1.2.3" in str(reg.failures[0])
+    with pytest.raises(DuplicatePluginError) as info:
+        reg.get("same")
+    assert isinstance(info.value, KeyError)
+    assert str(info.value) == ("backend 'same' is registered by both first-dist 1.2.3 and "
+                               "second-dist 1.2.3; uninstall one of them")
+
+
+def test_unknown_name_lists_the_valid_ones(tmp_path, monkeypatch, group):
+    install(tmp_path, monkeypatch, group, {"good-dist": {"good": GOOD.format(name="a")}})
+    with pytest.raises(KeyError, match="unknown backend 'b'; valid choices: a"):
+        make_registry(group).get("b")
+
+
+def test_plugin_modules_of_unisim_and_unilab_rl_are_twins():
+    def body(path: Path) -> str:
+        text = path.read_text()
+        return text[text.index('"""', 3) + 3:]
+
+    assert body(ROOT / "unisim/src/unisim/_plugins.py") == body(
+        ROOT / "unilab_rl/src/unilab_rl/_plugins.py"
+    ), "unisim._plugins and unilab_rl._plugins must stay identical below the docstring"
+
+
+# ---------------------------------------------------------------- the CLI, as a user runs it
+def cli(tmp_path: Path, *args: str, strict: bool = False) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "site"))
+    env.pop("UNILAB_STRICT_PLUGINS", None)
+    if strict:
+        env["UNILAB_STRICT_PLUGINS"] = "1"
+    return subprocess.run([UNILAB, *args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=180)
+
+
+@pytest.fixture
+def broken_backend(tmp_path):
+    write_distribution(tmp_path / "site", "unilab-test-broken", "0.0.1",
+                       entry_points={"unisim": {"broken_sim": "unilab_test_broken_sim"}},
+                       files={"unilab_test_broken_sim.py": "import no_such_module_for_test\n"})
+
+
+def test_cli_lists_plugins_and_warns_about_a_broken_one(tmp_path, broken_backend):
+    result = cli(tmp_path, "plugins")
+    assert result.returncode == 0, result.stderr
+    assert any(" mujoco " in ln and "unisim" in ln for ln in result.stdout.splitlines())
+    assert result.stderr.strip().splitlines() == [
+        "warning: plugin 'broken_sim' from unilab-test-broken 0.0.1 (entry-point group 'unisim') "
+        "failed: ModuleNotFoundError: No module named 'no_such_module_for_test'"
+    ]
+
+
+def test_cli_strict_mode_fails_with_one_line(tmp_path, broken_backend):
+    result = cli(tmp_path, "plugins", strict=True)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: plugin 'broken_sim' from "
+                                                   "unilab-test-broken 0.0.1"), result.stderr
+    assert "UNILAB_STRICT_PLUGINS=1" in lines[0] and "Traceback" not in result.stderr
+
+
+def test_cli_refuses_a_duplicated_backend_name_naming_both(tmp_path):
+    plugin = (
+        "from unisim.hookspecs import hookimpl\n"
+        "from unisim import CONTRACT_VERSION\n"
+        "@hookimpl\n"
+        "def unisim_register_backends(register):\n"
+        "    from unisim.backends.mujoco import MujocoBackend\n"
+        "    register('mujoco', MujocoBackend, contract_version=CONTRACT_VERSION)\n"
+    )
+    write_distribution(tmp_path / "site", "unilab-test-dup", "1.0",
+                       entry_points={"unisim": {"mujoco_too": "unilab_test_dup_plugin"}},
+                       files={"unilab_test_dup_plugin.py": plugin})
+    result = cli(tmp_path, "train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "error: --sim: backend 'mujoco' is registered by both unisim 0.1.0 and unilab-test-dup "
+        "1.0; uninstall one of them"
+    ]
+    assert list(tmp_path.glob("logs")) == []
