@@ -101,7 +101,8 @@ class JointPositionAction:
 class ObservationManager:
     """Concatenates each group's terms into one (N, d) float32 tensor per group.
 
-    Per :meth:`compute` call, a term function with the same parameters is evaluated once even if
+    Non-finite values (a diverged row, before the NaN-guard termination resets it) become 0. Per
+    :meth:`compute` call, a term function with the same parameters is evaluated once even if
     several groups use it (the critic reuses the actor's terms), and each group draws its noise in
     one call from the env's generator: ``value + U(-1, 1) * noise`` per dimension, zero for
     noise-free terms (mjlab ``UniformNoiseCfg``).
@@ -142,7 +143,7 @@ class ObservationManager:
         try:
             key = (term.func, tuple(sorted(term.params.items())))
             hash(key)
-        except TypeError:  # unhashable params (e.g. a tensor): no sharing
+        except TypeError:  # unhashable params (a list or dict): evaluated per group
             return term.func(self.env, **term.params)
         if key not in cache:
             cache[key] = term.func(self.env, **term.params)
@@ -157,6 +158,7 @@ class ObservationManager:
             obs = torch.cat([self._eval(t, cache) for t in terms.values()], dim=1)
             if env_ids is not None:
                 obs = obs[env_ids]
+            obs.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)  # a diverged row must not poison replay
             noise = self._noise[g]
             if self.noise_enabled and noise is not None:
                 cols, scale = noise

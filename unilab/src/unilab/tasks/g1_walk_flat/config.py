@@ -6,7 +6,13 @@ recommendation for CPU training.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+def _ordered(value: tuple[float, float]) -> tuple[float, float]:
+    if value[0] > value[1]:
+        raise ValueError(f"range must be (low, high) with low <= high, got {value}")
+    return value
 
 
 class CommandsConfig(BaseModel):
@@ -56,6 +62,13 @@ class DomainRandomizationConfig(BaseModel):
     )
     encoder_bias_rad: float = Field(0.015, ge=0.0, description="joint encoder bias range ±, rad")
 
+    @field_validator("foot_friction")
+    @classmethod
+    def _friction(cls, value: tuple[float, float]) -> tuple[float, float]:
+        if value[0] <= 0.0:
+            raise ValueError(f"friction must be positive, got {value}")
+        return _ordered(value)
+
 
 class PushVelocityConfig(BaseModel):
     """Push magnitudes ±: half of mjlab's ranges to start (tasks.md recommendation)."""
@@ -76,6 +89,13 @@ class PushConfig(BaseModel):
     enabled: bool = Field(True, description="push the robot")
     interval_s: tuple[float, float] = Field((1.0, 3.0), description="s between pushes, U(range)")
     velocity: PushVelocityConfig = PushVelocityConfig()
+
+    @field_validator("interval_s")
+    @classmethod
+    def _interval(cls, value: tuple[float, float]) -> tuple[float, float]:
+        if value[0] <= 0.0:
+            raise ValueError(f"push interval must be positive, got {value}")
+        return _ordered(value)
 
 
 class G1WalkFlatConfig(BaseModel):
