@@ -35,8 +35,11 @@ BASE = ["train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco"]
          ["unknown key 'algo.max_iteration'", "did you mean 'algo.max_iterations'"]),
         ([*BASE, "algo.num_envs=abc"], ["algo.num_envs", "'abc'", "integer"]),
         ([*BASE, "--preset", "huge"], ["unknown preset 'huge'", "laptop"]),
+        ([*BASE, "algo.num_envs=-3"], ["algo:", "num_envs", "-3"]),
+        ([*BASE, "algo.device=cuda"], ["algo.device", "training.device"]),
+        ([*BASE, "training.log_dir=/proc/nope"], ["training.log_dir", "cannot be created"]),
     ],
-    ids=["task", "algo", "backend", "key", "type", "preset"],
+    ids=["task", "algo", "backend", "key", "type", "preset", "range", "device", "log_dir"],
 )
 def test_bad_input_is_one_clear_line(tmp_path, args, expected):
     result = run_cli(*args, cwd=tmp_path)

@@ -63,7 +63,7 @@ def train(
     except UserError as exc:
         _fail(str(exc))
     except TrainingInterrupted as exc:
-        typer.echo(f"training {exc}: checkpoint and run_summary.json saved", err=True)
+        typer.echo(f"training stopped by {exc}: checkpoint and run_summary.json saved in the run directory", err=True)
         raise typer.Exit(130 if exc.signum == 2 else 143)
     typer.echo(f"run directory: {run_dir}")
     _echo_play_and_export(run_dir)

@@ -53,6 +53,9 @@ class TrainingConfig(BaseModel):
     no_play: bool = Field(False, description="skip play + export after training")
     device: str = Field("auto", description="learner device: auto, cuda, cuda:N, xpu, mps or cpu")
     checkpoint_interval: int = Field(500, ge=1, description="iterations between checkpoints")
+    keep_checkpoints: int = Field(
+        5, ge=1, description="numbered checkpoints kept (the oldest are deleted); model_last.pt always"
+    )
     log_interval: int = Field(10, ge=1, description="iterations between metric writes")
     progress: bool | None = Field(None, description="progress bar; default: on in a terminal")
 

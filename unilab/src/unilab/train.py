@@ -8,6 +8,7 @@ built: a bad name, key or value exits with one line and no run directory.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import signal
 import sys
@@ -94,7 +95,26 @@ def prepare(algo: str, task: str, sim: str, overrides: list[str], preset: str | 
 
 
 def _algo_config(algo_reg, cfg) -> Any:
-    return algo_reg.item.config_cls(**cfg.algo.model_dump())
+    """The algorithm's own config object; its range checks become one-line errors."""
+    if getattr(cfg.algo, "device", "auto") != "auto":
+        raise UserError(
+            f"algo.device={cfg.algo.device!r}: the learner device is set by training.device "
+            f"(e.g. training.device={cfg.algo.device})"
+        )
+    try:
+        return algo_reg.item.config_cls(**cfg.algo.model_dump())
+    except ValueError as exc:
+        raise UserError(f"algo: {exc}") from None
+
+
+def _check_log_dir(log_dir: str) -> None:
+    """Make sure run directories can be created under ``log_dir`` before anything is built."""
+    try:
+        Path(log_dir).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"training.log_dir={log_dir!r} cannot be created: {exc.strerror}") from None
+    if not os.access(log_dir, os.W_OK):
+        raise UserError(f"training.log_dir={log_dir!r} is not writable")
 
 
 def train(
@@ -112,6 +132,8 @@ def train(
         TrainingInterrupted: after saving, when SIGINT/SIGTERM stopped the run.
     """
     algo_reg, task_reg, backend_reg, cfg = prepare(algo, task, sim, overrides or [], preset)
+    algo_cfg = _algo_config(algo_reg, cfg)
+    _check_log_dir(cfg.training.log_dir)
     seed_everything(cfg.training.seed)
     try:
         device = resolve_device(cfg.training.device)
@@ -121,7 +143,6 @@ def train(
     if device.type == "cuda":
         # TF32 matrix products for the learner (about 3e-4 relative error, METHOD.md), as FlashSAC.
         torch.set_float32_matmul_precision("high")
-    algo_cfg = _algo_config(algo_reg, cfg)
     try:
         env = task_reg.item.make_env(
             cfg.env,
@@ -155,6 +176,7 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
     from torch.utils.tensorboard import SummaryWriter
 
     run_dir = runs.create_run_dir(cfg.training.log_dir, algo, task, sim)
+    print(f"run directory: {run_dir}", file=sys.stderr, flush=True)
     plugins = {
         kind: {"name": reg.name, "distribution": reg.distribution, "version": reg.version}
         for kind, reg in (("algo", algo_reg), ("task", task_reg), ("sim", backend_reg))
@@ -204,6 +226,10 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
         torch.save(payload, last.with_suffix(".pt.tmp"))
         last.with_suffix(".pt.tmp").replace(last)
         state["checkpoint"] = path.name
+        # Keep the newest `training.keep_checkpoints` numbered checkpoints (model_last.pt stays).
+        numbered = sorted(run_dir.glob("model_[0-9]*.pt"), key=lambda p: int(p.stem.split("_")[1]))
+        for old in numbered[: -cfg.training.keep_checkpoints]:
+            old.unlink(missing_ok=True)
         return path
 
     progress = _progress(cfg.training.progress, max_iterations)
@@ -218,6 +244,8 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
         "learning_time_s": 0.0,
     }
 
+    pending: dict[str, float] = {}
+
     def on_iteration(iteration: int, metrics: dict[str, float]) -> None:
         state["iteration"] = iteration
         stats["iterations"] = iteration
@@ -230,9 +258,13 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             best = stats["best_mean_reward"]
             stats["best_mean_reward"] = reward if best is None else max(best, reward)
             stats["mean_episode_length"] = metrics.get("Train/mean_episode_length")
+        # Metrics that appear only in some iterations (actor and temperature updates every
+        # policy_frequency critic updates) are kept until the next write, so none is skipped.
+        pending.update(metrics)
         if iteration % cfg.training.log_interval == 0 or iteration == max_iterations:
-            for key, value in metrics.items():
+            for key, value in pending.items():
                 writer.add_scalar(key, value, iteration)
+            pending.clear()
         if progress is not None:
             progress.update(iteration, metrics)
         if iteration % cfg.training.checkpoint_interval == 0 and iteration < max_iterations:
