@@ -242,7 +242,12 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
         "mean_episode_length": None,
         "collection_time_s": 0.0,
         "learning_time_s": 0.0,
+        "time_to_goal_episode_length": None,
     }
+    # The walking milestone (issue #3): the first iteration at which the mean episode length of
+    # the last finished episodes reaches 90 % of the time-out length (900 of 1000 for g1_walk_flat).
+    max_len = getattr(env, "max_episode_length", None)
+    goal_length = round(0.9 * max_len) if max_len else None
 
     pending: dict[str, float] = {}
 
@@ -258,6 +263,15 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             best = stats["best_mean_reward"]
             stats["best_mean_reward"] = reward if best is None else max(best, reward)
             stats["mean_episode_length"] = metrics.get("Train/mean_episode_length")
+            length = stats["mean_episode_length"]
+            if goal_length and stats["time_to_goal_episode_length"] is None and length is not None and length >= goal_length:
+                stats["time_to_goal_episode_length"] = {
+                    "goal_episode_length": goal_length,
+                    "iteration": iteration,
+                    "env_steps": iteration * env.num_envs,
+                    "wall_time_s": round(time.monotonic() - t0, 1),
+                }
+                summary.update(**stats)
         # Metrics that appear only in some iterations (actor and temperature updates every
         # policy_frequency critic updates) are kept until the next write, so none is skipped.
         pending.update(metrics)
