@@ -111,3 +111,18 @@ def test_not_an_npz_and_missing_file(tmp_path):
 def test_required_keys_match_decision_5():
     assert set(REQUIRED_KEYS) == {"fps", "joint_names", "body_names", "joint_pos", "joint_vel",
                                   "body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w"}
+
+
+def test_shipped_clip_is_what_the_script_generates(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "make_default_motion.py"
+    out = tmp_path / "default.npz"
+    result = subprocess.run([sys.executable, str(script), "--out", str(out)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    fresh, shipped = load_g1(out), load_g1(DEFAULT_MOTION)
+    assert fresh.body_names == shipped.body_names
+    np.testing.assert_allclose(fresh.body_pos_w, shipped.body_pos_w, atol=1e-5)
+    np.testing.assert_allclose(fresh.joint_pos, shipped.joint_pos, atol=1e-6)

@@ -59,7 +59,7 @@ def test_rewards_are_at_their_maximum_on_the_reference(env):
         term = env.reward_manager.terms[name]
         value = term.func(env, **term.params)
         assert torch.all(value > 0.999), (name, value)
-    for name in ("action_rate_l2", "joint_limit"):
+    for name in ("action_rate_l2", "joint_limit", "self_collisions"):
         term = env.reward_manager.terms[name]
         assert torch.all(term.func(env, **term.params) == 0.0), name
     terminated, truncated = env.termination_manager.compute()
