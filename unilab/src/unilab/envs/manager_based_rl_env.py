@@ -46,7 +46,8 @@ class EnvCfg:
         observations: group -> term name -> ObsTerm (groups "actor" and "critic").
         rewards, terminations, events: term name -> term.
         commands: name -> factory ``f(env) -> command`` with ``command`` (N, d) and
-            ``update(dt)`` / ``reset(env_ids)``.
+            ``update(dt)`` / ``reset(env_ids)``; an optional ``metrics() -> dict[str, float]`` is
+            added to the step's log whenever rows reset.
         tracked_bodies: bodies the backend reports poses and velocities for.
         contact_sensors: name -> :class:`~unilab.envs.contact.ContactSensorCfg`; the MJCF must
             contain their MuJoCo sensors (:func:`~unilab.envs.contact.add_contact_sensors`).
@@ -192,5 +193,7 @@ class ManagerBasedRlEnv:
         self.action_manager.reset(env_ids)
         for command in self.commands.values():
             command.reset(env_ids)
+            if hasattr(command, "metrics"):  # e.g. the motion command's sampling statistics
+                log.update(command.metrics())
         self.episode_length[env_ids] = 0
         return log

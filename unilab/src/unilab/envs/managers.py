@@ -224,7 +224,13 @@ class RewardManager:
 
 # ============================================================================ terminations
 class TerminationManager:
-    """Evaluates termination terms: time-out terms truncate, the others terminate."""
+    """Evaluates termination terms: time-out terms truncate, the others terminate.
+
+    Attributes:
+        last: (N, T) bool which terms fired at the last :meth:`compute`.
+        terminated: (N,) bool rows that terminated (not only timed out) at the last compute;
+            a command's reset reads it (adaptive sampling counts failures).
+    """
 
     def __init__(self, env: "ManagerBasedRlEnv", terms: dict[str, TerminationTerm]) -> None:
         self.env = env
@@ -233,6 +239,7 @@ class TerminationManager:
         self._time_out = torch.tensor([t.time_out for t in terms.values()], dtype=torch.bool,
                                       device=env.device)
         self.last = torch.zeros(env.num_envs, len(terms), dtype=torch.bool, device=env.device)
+        self.terminated = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
 
     def compute(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(terminated, truncated), each (N,) bool. A row both terminated and timed out is terminated."""
@@ -244,6 +251,7 @@ class TerminationManager:
             self.last[:, i] = term.func(self.env, **term.params)
         terminated = self.last[:, ~self._time_out].any(dim=1)
         truncated = self.last[:, self._time_out].any(dim=1) & ~terminated
+        self.terminated = terminated
         return terminated, truncated
 
     def reset(self, env_ids: torch.Tensor) -> dict[str, float]:

@@ -54,3 +54,50 @@ def projected_gravity(q: torch.Tensor) -> torch.Tensor:
     g = torch.zeros(q.shape[:-1] + (3,), dtype=q.dtype, device=q.device)
     g[..., 2] = -1.0
     return quat_rotate_inverse(q, g)
+
+
+def quat_conjugate(q: torch.Tensor) -> torch.Tensor:
+    """(..., 4) conjugate (= inverse for unit quaternions) of wxyz quaternions."""
+    return torch.cat((q[..., :1], -q[..., 1:]), dim=-1)
+
+
+def yaw_quat(q: torch.Tensor) -> torch.Tensor:
+    """(..., 4) the yaw-only part of wxyz quaternions (rotation about world z)."""
+    w, x, y, z = q.unbind(-1)
+    yaw = torch.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+    return quat_from_yaw(yaw)
+
+
+def quat_error_magnitude(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """(...,) angle, rad in [0, pi], of the rotation between wxyz quaternions a and b."""
+    d = quat_mul(quat_conjugate(a), b)
+    return 2.0 * torch.atan2(torch.linalg.vector_norm(d[..., 1:], dim=-1), d[..., 0].abs())
+
+
+def matrix_from_quat(q: torch.Tensor) -> torch.Tensor:
+    """(..., 3, 3) rotation matrices of (..., 4) unit wxyz quaternions."""
+    w, x, y, z = q.unbind(-1)
+    return torch.stack(
+        (
+            1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+            2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+            2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
+        ),
+        dim=-1,
+    ).reshape(q.shape[:-1] + (3, 3))  # fmt: skip
+
+
+def quat_from_euler_xyz(roll: torch.Tensor, pitch: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
+    """(..., 4) wxyz quaternion of extrinsic x-y-z Euler angles (R = Rz(yaw) Ry(pitch) Rx(roll))."""
+    cr, sr = torch.cos(0.5 * roll), torch.sin(0.5 * roll)
+    cp, sp = torch.cos(0.5 * pitch), torch.sin(0.5 * pitch)
+    cy, sy = torch.cos(0.5 * yaw), torch.sin(0.5 * yaw)
+    return torch.stack(
+        (
+            cy * cr * cp + sy * sr * sp,
+            cy * sr * cp - sy * cr * sp,
+            cy * cr * sp + sy * sr * cp,
+            sy * cr * cp - cy * sr * sp,
+        ),
+        dim=-1,
+    )

@@ -1,0 +1,53 @@
+"""Tracking rewards: exp(-error / std^2) kernels (BeyondMimic ``tasks/tracking/mdp/rewards.py``).
+
+Body errors are means over the tracked bodies; "relative" bodies are the reference bodies moved
+onto the robot's anchor (:class:`~.commands.MotionCommand`). All in the world frame.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from unilab.utils.math import quat_error_magnitude
+
+
+def motion_global_anchor_position_error_exp(env, std: float, command_name: str = "motion") -> torch.Tensor:
+    """exp(-|p_anchor - p_ref_anchor|^2 / std^2). (N,)"""
+    cmd = env.commands[command_name]
+    error = torch.sum((cmd.anchor_pos_w - env.robot.body_pos_w[:, cmd.anchor_index]) ** 2, dim=-1)
+    return torch.exp(-error / std**2)
+
+
+def motion_global_anchor_orientation_error_exp(env, std: float, command_name: str = "motion") -> torch.Tensor:
+    """exp(-angle(q_anchor, q_ref_anchor)^2 / std^2). (N,)"""
+    cmd = env.commands[command_name]
+    error = quat_error_magnitude(cmd.anchor_quat_w, env.robot.body_quat_w[:, cmd.anchor_index]) ** 2
+    return torch.exp(-error / std**2)
+
+
+def motion_relative_body_position_error_exp(env, std: float, command_name: str = "motion") -> torch.Tensor:
+    """exp(-mean_b |p_b - p_ref_rel_b|^2 / std^2). (N,)"""
+    cmd = env.commands[command_name]
+    error = torch.sum((cmd.body_pos_relative_w - env.robot.body_pos_w) ** 2, dim=-1)
+    return torch.exp(-error.mean(dim=-1) / std**2)
+
+
+def motion_relative_body_orientation_error_exp(env, std: float, command_name: str = "motion") -> torch.Tensor:
+    """exp(-mean_b angle(q_b, q_ref_rel_b)^2 / std^2). (N,)"""
+    cmd = env.commands[command_name]
+    error = quat_error_magnitude(cmd.body_quat_relative_w, env.robot.body_quat_w) ** 2
+    return torch.exp(-error.mean(dim=-1) / std**2)
+
+
+def motion_global_body_linear_velocity_error_exp(env, std: float, command_name: str = "motion") -> torch.Tensor:
+    """exp(-mean_b |v_b - v_ref_b|^2 / std^2). (N,)"""
+    cmd = env.commands[command_name]
+    error = torch.sum((cmd.body_lin_vel_w - env.robot.body_lin_vel_w) ** 2, dim=-1)
+    return torch.exp(-error.mean(dim=-1) / std**2)
+
+
+def motion_global_body_angular_velocity_error_exp(env, std: float, command_name: str = "motion") -> torch.Tensor:
+    """exp(-mean_b |w_b - w_ref_b|^2 / std^2). (N,)"""
+    cmd = env.commands[command_name]
+    error = torch.sum((cmd.body_ang_vel_w - env.robot.body_ang_vel_w) ** 2, dim=-1)
+    return torch.exp(-error.mean(dim=-1) / std**2)

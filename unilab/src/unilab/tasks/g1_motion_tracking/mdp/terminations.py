@@ -1,0 +1,38 @@
+"""Tracking-failure terminations: ``f(env, **params) -> (N,)`` bool (BeyondMimic
+``tasks/tracking/mdp/terminations.py``)."""
+
+from __future__ import annotations
+
+import torch
+
+from unilab.utils.math import projected_gravity
+
+
+def bad_anchor_pos_z_only(env, threshold: float, command_name: str = "motion") -> torch.Tensor:
+    """|z_anchor - z_ref_anchor| > threshold, m."""
+    cmd = env.commands[command_name]
+    return (cmd.anchor_pos_w[:, 2] - env.robot.body_pos_w[:, cmd.anchor_index, 2]).abs() > threshold
+
+
+def bad_anchor_ori(env, threshold: float, command_name: str = "motion") -> torch.Tensor:
+    """|g_z(anchor) - g_z(ref_anchor)| > threshold, with g the projected gravity."""
+    cmd = env.commands[command_name]
+    g_ref = projected_gravity(cmd.anchor_quat_w)[:, 2]
+    g_robot = projected_gravity(env.robot.body_quat_w[:, cmd.anchor_index])[:, 2]
+    return (g_ref - g_robot).abs() > threshold
+
+
+def bad_motion_body_pos_z_only(
+    env, threshold: float, body_indices: tuple[int, ...], command_name: str = "motion"
+) -> torch.Tensor:
+    """Any of ``body_indices`` (tracked-body rows, e.g. the end effectors) has
+    |z - z_ref_rel| > threshold, m."""
+    cmd = env.commands[command_name]
+    idx = list(body_indices)
+    error = (cmd.body_pos_relative_w[:, idx, 2] - env.robot.body_pos_w[:, idx, 2]).abs()
+    return (error > threshold).any(dim=-1)
+
+
+def motion_end(env, command_name: str = "motion") -> torch.Tensor:
+    """The reference reached its last frame (a truncation, like a time-out)."""
+    return env.commands[command_name].clip_ended

@@ -1,0 +1,91 @@
+"""`unilab motion import|inspect` and a laptop-preset training run of g1_motion_tracking."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from unilab.config import owner_config_files
+from unilab.tasks.g1_motion_tracking import DEFAULT_MOTION
+
+UNILAB = str(Path(sys.executable).parent / "unilab")
+CONFIGS = Path(DEFAULT_MOTION).parent.parent / "configs"
+
+
+def run(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([UNILAB, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def test_train_laptop_preset_completes(tmp_path):
+    result = run("train", "--algo", "sac", "--task", "g1_motion_tracking", "--sim", "mujoco",
+                 "--preset", "laptop", "algo.max_iterations=5", "training.no_play=true",
+                 "sim.nthread=1", f"training.log_dir={tmp_path / 'logs'}", cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = (tmp_path / "logs" / "sac" / "g1_motion_tracking").iterdir()
+    summary = json.loads((run_dir / "run_summary.json").read_text())
+    assert summary["status"] == "normal_completion"
+    assert summary["iterations"] == 5 and summary["num_envs"] == 32
+    config = json.loads((run_dir / "run_config.json").read_text())["config"]
+    assert config["env"]["motion"]["file"] is None and config["env"]["episode_length_s"] == 10.0
+
+
+def test_bad_motion_file_is_one_error_line(tmp_path):
+    result = run("train", "--algo", "sac", "--task", "g1_motion_tracking", "algo.num_envs=1",
+                 f"env.motion.file={tmp_path / 'none.npz'}", f"training.log_dir={tmp_path / 'logs'}",
+                 cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]  # (after the CPU-learner warning)
+    assert last.startswith("error: could not build task 'g1_motion_tracking': motion file")
+    assert "none.npz" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "logs" / "sac").exists()
+
+
+def test_owner_yaml_is_read_per_algorithm():
+    sac = owner_config_files(CONFIGS, "sac", "mujoco", "laptop")
+    assert [p.name for p in sac] == ["sac_mujoco.yaml", "sac_mujoco.laptop.yaml"]
+    flash = owner_config_files(CONFIGS, "flashsac", "mujoco", "laptop")
+    assert [p.name for p in flash] == ["flashsac_mujoco.yaml", "flashsac_mujoco.laptop.yaml"]
+
+
+def test_inspect_prints_the_clip(tmp_path):
+    result = run("motion", "inspect", str(DEFAULT_MOTION), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "fps:      50" in out and "frames:   301" in out and "duration: 6.00 s" in out
+    assert "joints:   29: left_hip_pitch_joint" in out and "bodies:   30: pelvis" in out
+    assert "joint range violations: 0 outside the hard limits, 0 more outside the soft limits" in out
+
+
+def test_inspect_reports_soft_limit_violations_and_rejects_bad_files(tmp_path):
+    with np.load(DEFAULT_MOTION) as data:
+        arrays = {k: data[k].copy() for k in data.files}
+    knee = list(arrays["joint_names"]).index("left_knee_joint")
+    arrays["joint_pos"][10, knee] = 2.8  # inside the hard limit 2.88, outside the soft one
+    np.savez(tmp_path / "knee.npz", **arrays)
+    result = run("motion", "inspect", str(tmp_path / "knee.npz"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "1 more outside the soft limits" in result.stdout
+    assert "soft: left_knee_joint" in result.stdout
+    arrays["fps"] = np.array([0.0])
+    np.savez(tmp_path / "fps.npz", **arrays)
+    result = run("motion", "inspect", str(tmp_path / "fps.npz"), cwd=tmp_path)
+    assert result.returncode == 2
+    assert "fps.npz" in result.stderr and "key 'fps'" in result.stderr
+
+
+def test_import_writes_a_loadable_clip(tmp_path):
+    from unilab.motion import load_motion, write_lafan_csv
+
+    rows = np.zeros((31, 36))
+    clip = load_motion(DEFAULT_MOTION)
+    p = clip.body_names.index("pelvis")
+    rows[:, :3], rows[:, 3:7], rows[:, 7:] = clip.body_pos_w[:31, p], clip.body_quat_w[:31, p], clip.joint_pos[:31]
+    write_lafan_csv(tmp_path / "a.csv", rows)
+    result = run("motion", "import", str(tmp_path / "a.csv"), "--out", str(tmp_path / "a.npz"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "51 frames at 50 fps (1.00 s), 29 joints, 30 bodies" in result.stdout
+    assert load_motion(tmp_path / "a.npz").num_frames == 51

@@ -1,0 +1,148 @@
+"""g1_motion_tracking on the MuJoCo backend: observation sizes, rewards at their maximum on the
+reference, terminations, reference-state initialization and adaptive sampling."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from unilab.tasks.g1_motion_tracking import G1MotionTrackingConfig, make_env
+from unilab.tasks.g1_motion_tracking.env_cfg import TRACKED_BODIES
+from unilab.tasks.g1_motion_tracking.mdp import AdaptiveSampler
+from unilab_rl.vecenv import VecEnv
+from unisim.backends.mujoco import MujocoBackend
+
+EXACT = {
+    "observation_noise": False,
+    "reset_noise": {"enabled": False},
+    "push": {"enabled": False},
+    "domain_randomization": {"enabled": False},
+}
+TRACKING_TERMS = ("motion_global_anchor_pos", "motion_global_anchor_ori", "motion_body_pos",
+                  "motion_body_ori", "motion_body_lin_vel", "motion_body_ang_vel")  # fmt: skip
+
+
+def build(num_envs: int = 3, **overrides):
+    cfg = G1MotionTrackingConfig(**overrides)
+    return make_env(cfg, backend_cls=MujocoBackend, num_envs=num_envs, nthread=1, seed=0)
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = build(**EXACT)
+    yield e
+    e.close()
+
+
+def test_env_sizes_match_beyondmimic(env):
+    assert isinstance(env, VecEnv)
+    assert env.obs_dims == {"actor": 160, "critic": 286}
+    assert env.num_actions == 29
+    assert env.max_episode_length == 500  # 10 s at 50 Hz
+    assert env.backend.body_names == list(TRACKED_BODIES) and len(TRACKED_BODIES) == 14
+
+
+def test_without_state_estimation_actor_has_154():
+    e = build(num_envs=1, state_estimation=False, **EXACT)
+    assert e.obs_dims == {"actor": 154, "critic": 286}
+    e.close()
+
+
+def test_rewards_are_at_their_maximum_on_the_reference(env):
+    env.reset()
+    cmd = env.commands["motion"]
+    ids = torch.arange(env.num_envs)
+    cmd.time_steps[:] = torch.tensor([0, 120, 250])  # rest, mid-squat, late
+    cmd.write_reference_state(ids)
+    cmd._refresh()
+    for name in TRACKING_TERMS:
+        term = env.reward_manager.terms[name]
+        value = term.func(env, **term.params)
+        assert torch.all(value > 0.999), (name, value)
+    for name in ("action_rate_l2", "joint_limit", "self_collisions"):
+        term = env.reward_manager.terms[name]
+        assert torch.all(term.func(env, **term.params) == 0.0), name
+    terminated, truncated = env.termination_manager.compute()
+    assert not terminated.any() and not truncated.any()
+
+
+def test_tracking_failure_terminates_and_logs(env):
+    env.reset()
+    cmd = env.commands["motion"]
+    qpos = env.backend.qpos.clone()
+    qpos[:, 2] -= 0.5  # drop the whole robot 0.5 m below the reference
+    env.backend.set_state(torch.arange(env.num_envs), qpos=qpos)
+    env.robot.refresh()
+    cmd._refresh()
+    env.termination_manager.compute()
+    fired = dict(zip(env.termination_manager.names, env.termination_manager.last.all(dim=0).tolist()))
+    assert fired["anchor_pos"] and fired["ee_body_pos"] and not fired["time_out"]
+    obs, reward, terminated, truncated, extras = env.step(torch.zeros(env.num_envs, 29))
+    log = extras["log"]
+    assert terminated.all()
+    assert log["Episode_Termination/anchor_pos"] == 1.0
+    for name in TRACKING_TERMS + ("action_rate_l2", "joint_limit"):
+        assert f"Episode_Reward/{name}" in log
+    assert 0.0 < log["Metrics/motion/sampling_entropy"] <= 1.0
+
+
+def test_clip_end_truncates():
+    e = build(num_envs=2, **EXACT)
+    e.reset()
+    cmd = e.commands["motion"]
+    cmd.time_steps[:] = cmd.num_frames - 3
+    cmd.write_reference_state(torch.arange(2))
+    cmd._refresh()
+    for _ in range(2):
+        _, _, terminated, truncated, extras = e.step(torch.zeros(2, 29))
+    assert truncated.all() and not terminated.any()
+    assert extras["log"]["Episode_Termination/motion_end"] == 1.0
+    e.close()
+
+
+def test_reset_noise_perturbs_the_reference_within_soft_limits():
+    e = build(num_envs=8, push={"enabled": False}, domain_randomization={"enabled": False})
+    e.reset()
+    cmd = e.commands["motion"]
+    ref = cmd.joint_pos_ref[cmd.time_steps]
+    diff = (e.robot.joint_pos - ref).abs()
+    assert diff.max() > 0.01 and diff.max() <= 0.1 + 1e-5
+    from unilab.tasks.g1_motion_tracking.env_cfg import soft_joint_limits
+
+    lim = soft_joint_limits(e.meta.joint_names)
+    assert torch.all(e.robot.joint_pos >= lim[:, 0] - 1e-5) and torch.all(e.robot.joint_pos <= lim[:, 1] + 1e-5)
+    e.close()
+
+
+def test_adaptive_sampling_shifts_probability_to_failing_bins():
+    sampler = AdaptiveSampler(num_frames=301, num_bins=7, alpha=0.001, uniform_ratio=0.1)
+    torch.testing.assert_close(sampler.probabilities, torch.full((7,), 1 / 7))
+    for _ in range(200):  # episodes keep failing around frame 200 (bin 4)
+        sampler.record_failures(torch.tensor([200, 210, 190]))
+        sampler.step()
+    p = sampler.probabilities
+    assert int(p.argmax()) == sampler.bin_of(torch.tensor([200])).item() == 4
+    assert p[4] > 0.5 and torch.all(p > 0)  # every bin keeps the uniform share
+    gen = torch.Generator().manual_seed(0)
+    starts = sampler.sample(4000, gen)
+    share = (sampler.bin_of(starts) == 4).float().mean()
+    assert abs(share - p[4]) < 0.03
+    # the kernel also raises the bins before the failing one (start earlier, reach the hard part)
+    smooth = AdaptiveSampler(num_frames=301, num_bins=7, kernel_size=3, lam=0.8)
+    smooth.record_failures(torch.tensor([200] * 50))
+    smooth.step()
+    q = smooth.probabilities
+    assert q[3] > q[5] and q[2] > q[6]
+
+
+def test_failures_in_the_env_feed_the_sampler(env):
+    env.reset()
+    cmd = env.commands["motion"]
+    before = cmd.sampler.failed_count.clone()
+    qpos = env.backend.qpos.clone()
+    qpos[:, 2] -= 0.5
+    env.backend.set_state(torch.arange(env.num_envs), qpos=qpos)
+    env.robot.refresh()
+    env.step(torch.zeros(env.num_envs, 29))  # all terminate: failures recorded at reset
+    env.step(torch.zeros(env.num_envs, 29))  # folded into the EMA
+    assert cmd.sampler.failed_count.sum() > before.sum()
