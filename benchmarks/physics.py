@@ -13,12 +13,13 @@ Default grid: nworld 256, 1024, 4096 x threads 1, 2, 4, 8, 16, decimation 4 (an 
 * ``bare``: ``mujoco.batch.Batch`` (non-persistent, stage NONE): write ctrl into the bound view,
   ``step(nstep=4)``. Physics only, no bridge: the reference for the >= 95 % target.
 * ``uni``: ``unisim.backends.mujoco.MujocoBackend`` (mjbatch_uni with the packed host bridge,
-  default options: derived="current", so tensors describe the new state): ``backend.step(ctrl)``
+  default options: derived="last_substep", MuJoCo's mj_step semantics for sensors and tracked
+  bodies, qpos/qvel current): ``backend.step(ctrl)``
   with a float32 torch tensor, every tensor refreshed (packed pull), with what the G1 walking
   task reads: qpos, qvel, sensors, 4 tracked bodies (pelvis, torso, feet) and the feet's
   contact forces.
-* ``uni_last``: the same with ``options={"derived": "last_substep"}`` (MuJoCo's mj_step
-  semantics for sensors and tracked bodies; qpos/qvel current).
+* ``uni_current``: the same with ``options={"derived": "current"}`` (the position and velocity
+  stages recomputed after each step, so every tensor describes the new state).
 * ``uni_persist``: the same with ``options={"persistent": True}`` (one MjData per world:
   derived="current" without recomputing the stages, at ~370 KB per world).
 * ``rollout``: ``mujoco.rollout.Rollout`` (persistent pool, preallocated arrays, skip_checks),
@@ -57,7 +58,7 @@ NSTEP = 4  # decimation
 SETTLE_STEPS = 300
 KP_SCALE = 10.0
 DR_FIELDS = ("geom_friction", "body_mass", "body_ipos", "actuator_gainprm", "actuator_biasprm")
-VARIANTS = ("bare", "uni", "uni_last", "uni_persist", "rollout", "pyloop")
+VARIANTS = ("bare", "uni", "uni_current", "uni_persist", "rollout", "pyloop")
 SLOW = ("rollout", "pyloop")
 
 
@@ -211,9 +212,9 @@ class Uni:
         self.be.close()
 
 
-class UniLast(Uni):
+class UniCurrent(Uni):
     def __init__(self, *args):
-        super().__init__(*args, options={"derived": "last_substep"})
+        super().__init__(*args, options={"derived": "current"})
 
 
 class UniPersist(Uni):
@@ -267,7 +268,7 @@ class PyLoop:
         self.datas = []
 
 
-MAKERS = {"bare": Bare, "uni": Uni, "uni_last": UniLast, "uni_persist": UniPersist,
+MAKERS = {"bare": Bare, "uni": Uni, "uni_current": UniCurrent, "uni_persist": UniPersist,
           "rollout": Rollout, "pyloop": PyLoop}
 
 
@@ -586,7 +587,7 @@ def fmt_table(cells, variants, mem, bridge, checks, facts, info, elapsed, clock=
             + (f" -> worlds {'< 1 GB: PASS' if worlds < 1024 else '>= 1 GB: FAIL'}"
                if not m["persistent"] else ""))
     # targets
-    for v in ("uni", "uni_last", "uni_persist"):
+    for v in ("uni", "uni_current", "uni_persist"):
         vals = [(c["pct_bare"][v], c["nworld"], c["threads"]) for c in cells
                 if v in c.get("pct_bare", {})]
         if vals:
@@ -595,7 +596,7 @@ def fmt_table(cells, variants, mem, bridge, checks, facts, info, elapsed, clock=
                          f"(nworld {worst[1]}, threads {worst[2]}) -> "
                          f"{'PASS' if worst[0] >= 95 else 'FAIL'}")
     tmax = max((c["threads"] for c in cells), default=0)
-    for v in ("bare", "uni", "uni_last", "uni_persist"):
+    for v in ("bare", "uni", "uni_current", "uni_persist"):
         vals = [c["pct_limit"][v] for c in cells if c["threads"] == tmax and v in c["rates"]]
         if vals and tmax >= 16:
             lines.append(f"target {v} >= 90 % of limit x {tmax} at {tmax} threads: "

@@ -166,7 +166,10 @@ class SimBackend(abc.ABC):
 
     @abc.abstractmethod
     def sensor(self, name: str) -> torch.Tensor:
-        """(num_envs, dim) float32 reading of the named sensor at the current state.
+        """(num_envs, dim) float32 reading of the named sensor.
+
+        Read at the current state, or as of the last physics substep of the step (MuJoCo's
+        ``mj_step`` semantics: at most one physics ``dt`` old); a backend documents which.
 
         Raises:
             KeyError: unknown sensor, listing :attr:`sensor_names`.
@@ -174,7 +177,8 @@ class SimBackend(abc.ABC):
 
     @abc.abstractmethod
     def body_state(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """World-frame state of the tracked bodies at the current state.
+        """World-frame state of the tracked bodies, at the current state or as of the last physics
+        substep, as for :meth:`sensor`.
 
         Returns:
             pos (num_envs, B, 3) m, quat (num_envs, B, 4) wxyz, lin_vel (num_envs, B, 3) m/s of

@@ -23,13 +23,15 @@ one to keep a snapshot, and never write to them.
 
 What the tensors describe after a step, by ``SimSpec.options["derived"]``:
 
-* ``"current"`` (default, as the contract states): qpos, qvel, tracked-body poses and
+* ``"current"``: qpos, qvel, tracked-body poses and
   velocities and position/velocity sensors are at the new state. Costs one extra position and
   velocity stage per step per world unless ``persistent`` (measured on the G1: ~10 % of the
   physics at decimation 4).
-* ``"last_substep"``: MuJoCo's ``mj_step`` semantics, the fastest: qpos and qvel are at the new
-  state; sensors and tracked bodies are those computed during the last physics substep, i.e. one
-  ``dt`` before the new state.
+* ``"last_substep"`` (default): MuJoCo's ``mj_step`` semantics, the fastest: qpos and qvel are at
+  the new state; sensors and tracked bodies are those computed during the last physics substep,
+  i.e. one ``dt`` (5 ms for the G1) before the new state. Gymnasium's MuJoCo envs and MuJoCo
+  Playground read MjData the same way. The default since the issue-8 measurement: "current" cost
+  12 % of the physics at 1024 worlds x 16 threads (docs/benchmarks.md).
 
 In both, contact forces and acceleration-stage sensors (touch, accelerometer, force, torque) come
 from the last physics substep. After a reset, everything is at the reset state.
@@ -46,7 +48,7 @@ Backend options (``SimSpec.options``):
     contact_bodies (list of body names, default all bodies, each copied once read): the bodies
         whose contact forces are packed and copied every step; ``contact_force`` of any other
         body raises KeyError.
-    derived (str, default "current"): "current" or "last_substep", see above.
+    derived (str, default "last_substep"): "current" or "last_substep", see above.
     persistent (bool, default False): one MjData per world (see :class:`mjbatch_uni.Batch`):
         "current" without its extra cost, at ~370 KB per G1 world.
     pin_memory (bool, default False): allocate ``packed`` in page-locked memory for fast
@@ -167,7 +169,7 @@ class MujocoBackend(SimBackend):
             nthread=spec.nthread,
             cpu_ids=spec.cpu_ids,
             persistent=options.get("persistent", False),
-            derived=options.get("derived", "current"),
+            derived=options.get("derived", "last_substep"),
             outputs=("sensordata",) + (("cfrc_ext",) if self._contact_forces else ()),
         )
 
@@ -216,7 +218,7 @@ class MujocoBackend(SimBackend):
             if not isinstance(value, kind):
                 names = "list" if key == "contact_bodies" else kind.__name__
                 raise ValueError(f"option {key!r} must be {names}, got {value!r}")
-        derived = options.get("derived", "current")
+        derived = options.get("derived", "last_substep")
         if derived not in mjbatch_uni.DERIVED_MODES:
             raise ValueError(
                 f"option 'derived' must be one of "
