@@ -69,7 +69,7 @@ class UnitLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """(B, in) -> (B, out), or (E, B, in) -> (E, B, out)."""
-        return x @ self.weight.mT
+        return x @ self.weight.transpose(-1, -2)  # not .mT: the TorchScript ONNX exporter lacks aten::mT
 
     @torch.no_grad()
     def normalize_parameters(self) -> None:
