@@ -1,8 +1,9 @@
-"""unilab_rl: off-policy learners (SAC) with a replay buffer on the learner device.
+"""unilab_rl: off-policy learners (SAC, FlashSAC) with a replay buffer on the learner device.
 
 Depends on torch only. Trains on any object satisfying :class:`unilab_rl.vecenv.VecEnv`.
 """
 
+from unilab_rl.algorithms.flashsac import FlashSAC, FlashSACConfig
 from unilab_rl.algorithms.sac import SAC, SACConfig
 from unilab_rl.device import DeviceUnavailableError, available_devices, resolve_device
 from unilab_rl.normalizer import RunningMeanStd
@@ -15,6 +16,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Batch",
     "DeviceUnavailableError",
+    "FlashSAC",
+    "FlashSACConfig",
     "LearnSummary",
     "OffPolicyRunner",
     "ReplayBuffer",

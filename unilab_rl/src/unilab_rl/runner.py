@@ -51,8 +51,10 @@ class OffPolicyRunner:
 
     Args:
         env: the vector env; :meth:`learn` resets it on its first call.
-        algo: the learner; any object with ``act``, ``random_actions``, ``store``, ``update``,
-            ``cfg.learning_starts``, ``replay`` and an ``iteration`` counter.
+        algo: the learner; any object with ``act``, ``random_actions``, ``store`` (called as
+            ``store(obs, actions, rewards, terminated, final_obs, truncated=truncated)``),
+            ``update``, ``cfg.learning_starts``, ``replay`` and an ``iteration`` counter
+            (:class:`~unilab_rl.algorithms.sac.SAC`, :class:`~unilab_rl.algorithms.flashsac.FlashSAC`).
         log_fn: called as ``log_fn(iteration, metrics)`` when ``iteration`` (iterations completed,
             ``algo.iteration``) is a multiple of ``log_interval``.
         checkpoint_fn: called as ``checkpoint_fn(iteration)`` when ``iteration`` is a multiple of
@@ -152,7 +154,7 @@ class OffPolicyRunner:
             next_obs, rewards, terminated, truncated, extras = env.step(actions)
             if "final_obs" not in extras:
                 raise KeyError("env.step extras lack 'final_obs' (the pre-reset observation), required by VecEnv")
-            algo.store(obs, actions, rewards, terminated, extras["final_obs"])
+            algo.store(obs, actions, rewards, terminated, extras["final_obs"], truncated=truncated)
             self._obs = next_obs
             self._track_episodes(rewards, terminated | truncated)
             t1 = time.perf_counter()

@@ -164,6 +164,7 @@ class SAC:
         rewards: torch.Tensor,
         terminated: torch.Tensor,
         next_obs: dict[str, torch.Tensor],
+        truncated: torch.Tensor | None = None,
     ) -> None:
         """Add one env step of all envs to the replay buffer and update the observation statistics.
 
@@ -173,6 +174,7 @@ class SAC:
             rewards: (N,) float32.
             terminated: (N,) bool, terminal states only (truncation is not termination).
             next_obs: group -> (N, d), the env's ``extras["final_obs"]`` (pre-reset observation).
+            truncated: (N,) bool time-outs; unused by SAC (accepted for the runner's uniform call).
 
         Tensors may be on the env device; they are moved to the learner device once.
         """

@@ -1,0 +1,93 @@
+"""FlashSAC through the CLI and the deploy path: `unilab train --algo flashsac` ends normally, and
+play and export work on a flashsac checkpoint (ONNX parity, the input batch norm as normalizer)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from unilab.deploy.export import export, max_abs_diff
+from unilab.deploy.loading import load_run, make_env, make_policy
+from unilab.deploy.play import play
+from unilab.train import train
+
+onnxruntime = pytest.importorskip("onnxruntime")
+
+UNILAB = str(Path(sys.executable).parent / "unilab")
+TINY = [
+    "algo.num_envs=2", "algo.max_iterations=3", "algo.batch_size=16", "algo.num_updates=1",
+    "algo.learning_starts=1", "algo.buffer_size_per_env=8", "algo.actor_hidden_dim=32",
+    "algo.critic_hidden_dim=32", "sim.nthread=1", "training.device=cpu", "training.progress=false",
+    "training.no_play=true",
+]
+
+
+def test_cli_train_flashsac_laptop_preset_completes(tmp_path):
+    cmd = [UNILAB, "train", "--algo", "flashsac", "--task", "g1_walk_flat", "--sim", "mujoco", "--preset", "laptop",
+           "algo.max_iterations=5", "training.no_play=true", "sim.nthread=1", f"training.log_dir={tmp_path / 'logs'}"]
+    result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    (run,) = list((tmp_path / "logs" / "flashsac" / "g1_walk_flat").iterdir())
+    summary = json.loads((run / "run_summary.json").read_text())
+    assert summary["status"] == "normal_completion" and summary["iterations"] == 5
+    config = json.loads((run / "run_config.json").read_text())["config"]["algo"]
+    # Owner YAML, then the laptop preset, then the command line.
+    assert (config["num_envs"], config["batch_size"], config["max_iterations"]) == (32, 128, 5)
+    assert (config["gamma"], config["tau"], config["num_bins"]) == (0.97, 0.01, 101)
+    ckpt = torch.load(run / "model_last.pt", weights_only=True)
+    assert ckpt["algo"] == "flashsac" and "critic_target" in ckpt["agent"]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    """A flashsac run with a few updates; the actor's input batch-norm statistics are then moved far
+    from (0, 1) so that a policy without them would differ."""
+    logs = tmp_path_factory.mktemp("flashsac") / "logs"
+    run = train("flashsac", "g1_walk_flat", "mujoco", [*TINY, f"training.log_dir={logs}"], argv=[])
+    path = run / "model_last.pt"
+    ckpt = torch.load(path, weights_only=True)
+    assert ckpt["agent"]["num_critic_updates"] >= 2
+    gen = torch.Generator().manual_seed(0)
+    actor = ckpt["agent"]["actor"]
+    actor["trunk.input_norm.running_mean"] = torch.randn(99, generator=gen)
+    actor["trunk.input_norm.running_var"] = torch.rand(99, generator=gen) * 4 + 0.1
+    torch.save(ckpt, path)
+    return run
+
+
+def test_export_matches_the_torch_policy_with_the_batch_norm_folded_in(run_dir):
+    result = export(str(run_dir), num_envs=2, record_steps=10, num_random=256)
+    assert result.checker == "passed" and result.verified
+    assert result.max_abs_diff < 1e-5
+    assert result.metadata["source"]["algo"] == "flashsac"
+
+    loaded = load_run(str(run_dir))
+    env = make_env(loaded, 1)
+    try:
+        policy, group = make_policy(loaded, env)
+    finally:
+        env.close()
+    assert group == "actor" and not policy.training
+    obs = 2.0 * torch.randn(64, 99, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        actions = policy(obs)
+    assert actions.shape == (64, 29) and actions.std(0).mean() > 1e-2
+    assert max_abs_diff(result.path, policy, obs) < 1e-5
+    # The input batch norm is the normalizer: resetting its statistics changes the actions.
+    norm = policy.actor.trunk.input_norm
+    with torch.no_grad():
+        norm.running_mean.zero_()
+        norm.running_var.fill_(1.0)
+    assert max_abs_diff(result.path, policy, obs) > 1e-2
+
+
+def test_play_rolls_out_the_flashsac_policy(run_dir):
+    result = play(str(run_dir), num_envs=2, steps=10, record_video=False)
+    assert int(result.episode_lengths.sum()) == 2 * 10
+    assert torch.isfinite(result.episode_returns).all()
+    assert result.observations.shape == (2 * 10, 99)

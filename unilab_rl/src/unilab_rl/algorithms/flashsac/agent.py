@@ -1,0 +1,376 @@
+"""The FlashSAC learner: networks, target critic, temperature, optimizers, reward scaling,
+exploration noise and replay buffer in one object.
+
+The math lives in :mod:`unilab_rl.algorithms.flashsac.update`; this file holds state and wiring.
+The agent interface is SAC's (:class:`unilab_rl.algorithms.sac.SAC`), so
+:class:`unilab_rl.runner.OffPolicyRunner`, ``unilab play`` and ``unilab export`` drive it unchanged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import logging
+import math
+from typing import Any
+
+import torch
+
+from unilab_rl.algorithms.flashsac import update as flash_update
+from unilab_rl.algorithms.flashsac.config import FlashSACConfig
+from unilab_rl.algorithms.flashsac.exploration import HeldNoise, RewardScaler
+from unilab_rl.algorithms.flashsac.networks import (
+    CategoricalCritic,
+    DeterministicPolicy,
+    FlashActor,
+    normalize_parameters,
+)
+from unilab_rl.device import resolve_device
+from unilab_rl.replay import ReplayBuffer
+from unilab_rl.vecenv import VecEnv
+
+logger = logging.getLogger(__name__)
+
+
+def resolve_compile_mode(mode: str, torch_version: str = torch.__version__) -> str:
+    """``"auto"`` -> ``"max-autotune"`` on torch >= 2.9, else ``"reduce-overhead"`` (the official
+    FlashSAC rule, algorithms.md 1.2); any other mode unchanged."""
+    if mode != "auto":
+        return mode
+    major, minor = (int(part) for part in torch_version.split("+")[0].split(".")[:2])
+    return "max-autotune" if (major, minor) >= (2, 9) else "reduce-overhead"
+
+
+class FlashSAC:
+    """FlashSAC (arXiv 2604.04539): SAC with batch-normalized inverted-residual networks, unit-norm
+    weight projection, twin categorical critics on a fixed support with return-based reward
+    scaling, a unified entropy target and held exploration noise.
+
+    Observation groups: the actor reads ``"actor"``; the critics read ``"critic"`` when the env
+    has it (asymmetric actor-critic), else ``"actor"``. Observations are stored raw; each network's
+    input batch norm normalizes them (there is no separate observation normalizer).
+
+    Args:
+        env: the vector env (only its sizes, action box and device are read here).
+        cfg: hyperparameters; copied, never mutated.
+        device: learner device; ``None`` resolves ``cfg.device``.
+
+    Attributes:
+        actor, critic, critic_target: :class:`FlashActor`, :class:`CategoricalCritic` (twin, fused).
+        log_temperature: () float32 leaf tensor, log alpha.
+        target_entropy: float, :func:`~unilab_rl.algorithms.flashsac.update.unified_target_entropy`.
+        reward_scaler: :class:`RewardScaler`, or ``None`` when ``cfg.reward_normalization`` is off.
+        exploration_noise: :class:`HeldNoise` used by :meth:`act`.
+        replay: the :class:`ReplayBuffer` (not part of :meth:`state_dict`).
+        iteration: iterations completed, maintained by the runner; saved in checkpoints.
+        num_critic_updates: gradient steps taken on the critic so far (drives the delayed actor
+            and the learning-rate schedule).
+        compile_backend: ``"inductor"`` when the objectives run through ``torch.compile``, else ``"eager"``.
+        autocast_dtype: ``torch.bfloat16`` when mixed precision is on, else ``None``.
+
+    Raises:
+        ValueError: the env has no ``"actor"`` group or a malformed action box.
+        unilab_rl.device.DeviceUnavailableError: ``cfg.device`` names a missing device.
+    """
+
+    def __init__(self, env: VecEnv, cfg: FlashSACConfig, device: torch.device | str | None = None) -> None:
+        self.cfg = dataclasses.replace(cfg)
+        cfg = self.cfg
+        self.device = resolve_device(cfg.device if device is None else device)
+        self.env_device = torch.device(env.device)
+        self.num_envs = env.num_envs
+        self.num_actions = env.num_actions
+        if "actor" not in env.obs_dims:
+            raise ValueError(f"FlashSAC needs an 'actor' observation group; the env has {sorted(env.obs_dims)}")
+        if tuple(env.action_low.shape) != (env.num_actions,) or tuple(env.action_high.shape) != (env.num_actions,):
+            raise ValueError(
+                f"env.action_low/high must be ({env.num_actions},), got "
+                f"{tuple(env.action_low.shape)} and {tuple(env.action_high.shape)}"
+            )
+        if cfg.num_envs != env.num_envs:
+            logger.warning("FlashSACConfig.num_envs=%d but the env has %d envs; using the env's", cfg.num_envs, env.num_envs)
+        self.actor_group = "actor"
+        self.critic_group = "critic" if "critic" in env.obs_dims else "actor"
+        obs_dims = {g: env.obs_dims[g] for g in dict.fromkeys((self.actor_group, self.critic_group))}
+        self.action_low = env.action_low.detach().to(self.device, torch.float32)
+        self.action_high = env.action_high.detach().to(self.device, torch.float32)
+
+        # Networks (projected onto their spheres at construction) and the target critic, which
+        # follows by EMA from then on and is never projected again.
+        self.actor = FlashActor(
+            obs_dims[self.actor_group], self.action_low, self.action_high, cfg.actor_hidden_dim,
+            cfg.actor_num_blocks, cfg.expansion, cfg.bn_momentum, cfg.log_std_min, cfg.log_std_max,
+        ).to(self.device)  # fmt: skip
+        self.critic = CategoricalCritic(
+            obs_dims[self.critic_group], self.num_actions, cfg.critic_hidden_dim, cfg.critic_num_blocks,
+            cfg.expansion, cfg.bn_momentum, cfg.num_bins, cfg.v_min, cfg.v_max,
+        ).to(self.device)  # fmt: skip
+        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        self._target_params = list(self.critic_target.parameters())
+        self._online_params = list(self.critic.parameters())
+        self.log_temperature = torch.tensor(math.log(cfg.init_temperature), device=self.device, requires_grad=True)
+        self.target_entropy = flash_update.unified_target_entropy(
+            self.num_actions, cfg.target_sigma, self.actor.action_half_range
+        )
+
+        # Adam everywhere, no weight decay, no clipping (the projection bounds the norms).
+        fused = self.device.type in ("cuda", "cpu")
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.lr, fused=fused)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr, fused=fused)
+        self.temperature_optimizer = torch.optim.Adam([self.log_temperature], lr=cfg.lr, fused=fused)
+        self._optimizers = (self.actor_optimizer, self.critic_optimizer, self.temperature_optimizer)
+        # Updates start in the iteration where the buffer first holds learning_starts * N rows.
+        first = max(cfg.learning_starts - 1, 0)
+        self.total_updates = max(cfg.max_iterations - first, 1) * cfg.num_updates
+
+        self.reward_scaler = (
+            RewardScaler(cfg.gamma, cfg.normalized_g_max, device=self.device) if cfg.reward_normalization else None
+        )
+        self.exploration_noise = HeldNoise(
+            self.num_actions, cfg.zeta_exponent, cfg.zeta_max, self.device, enabled=cfg.noise_repeat
+        )
+        self.replay = ReplayBuffer(cfg.buffer_size_per_env * self.num_envs, obs_dims, self.num_actions, self.device)
+
+        self.iteration = 0
+        self.num_critic_updates = 0
+        use_amp = cfg.mixed_precision is True or (cfg.mixed_precision == "auto" and self.device.type == "cuda")
+        self.autocast_dtype = torch.bfloat16 if use_amp else None
+        self._setup_compile()
+
+    # -- Acting -----------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def act(self, obs_actor: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
+        """Actions for a batch of raw actor observations.
+
+        Args:
+            obs_actor: (N, obs_dims["actor"]) float32, on any device.
+            deterministic: ``squash(mean)`` instead of the exploration action
+                ``squash(mean + std * held_noise)``.
+
+        Returns:
+            (N, A) float32 on the env device, within ``[action_low, action_high]``.
+        """
+        obs = obs_actor.to(self.device, torch.float32)
+        if deterministic:
+            actions = self.actor.deterministic_action(obs)
+        else:
+            actions = self.actor.explore(obs, self.exploration_noise(obs.shape[0]))
+        return actions.to(self.env_device)
+
+    def random_actions(self, num: int) -> torch.Tensor:
+        """(num, A) float32 actions uniform in the action box, on the env device (warm-up exploration)."""
+        u = torch.rand(num, self.num_actions, device=self.device)
+        return (self.action_low + (self.action_high - self.action_low) * u).to(self.env_device)
+
+    def inference_policy(self) -> DeterministicPolicy:
+        """A module mapping raw actor observations (B, Da) to deterministic actions (B, A), with the
+        input batch norm on running statistics as the observation normalizer; shares weights."""
+        return DeterministicPolicy(self.actor)
+
+    # -- Storing ----------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def store(
+        self,
+        obs: dict[str, torch.Tensor],
+        actions: torch.Tensor,
+        rewards: torch.Tensor,
+        terminated: torch.Tensor,
+        next_obs: dict[str, torch.Tensor],
+        truncated: torch.Tensor | None = None,
+    ) -> None:
+        """Add one env step of all envs to the replay buffer and advance the reward scaling.
+
+        Args:
+            obs: group -> (N, d) observations the actions were taken in.
+            actions: (N, A) actions sent to the env.
+            rewards: (N,) float32, raw (scaled at sampling time).
+            terminated: (N,) bool, terminal states only.
+            next_obs: group -> (N, d), the env's ``extras["final_obs"]``.
+            truncated: (N,) bool time-outs; with ``terminated`` they end the running returns of
+                the reward scaling. ``None`` counts only terminations as episode ends.
+        """
+        groups = self.replay.obs_dims
+        obs = {g: obs[g].to(self.device) for g in groups}
+        next_obs = {g: next_obs[g].to(self.device) for g in groups}
+        self.replay.add(obs, actions, rewards, terminated, next_obs)
+        if self.reward_scaler is not None:
+            done = terminated.bool() if truncated is None else terminated.bool() | truncated.bool()
+            self.reward_scaler.update(rewards.to(self.device), done.to(self.device))
+
+    # -- Learning ---------------------------------------------------------------------------
+
+    def _autocast(self) -> contextlib.AbstractContextManager:
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype)
+
+    def _critic_objective(
+        self,
+        critic_obs: torch.Tensor,  # (B, Dc)
+        actions: torch.Tensor,  # (B, A)
+        rewards: torch.Tensor,  # (B,) scaled
+        terminated: torch.Tensor,  # (B,) bool
+        next_actor_obs: torch.Tensor,  # (B, Da)
+        next_critic_obs: torch.Tensor,  # (B, Dc)
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        with self._autocast():
+            return flash_update.critic_objective(
+                self.actor, self.critic, self.critic_target, critic_obs, actions, rewards, terminated,
+                next_actor_obs, next_critic_obs, self.log_temperature.detach().exp(), self.cfg.gamma,
+            )  # fmt: skip
+
+    def _actor_objective(
+        self,
+        actor_obs: torch.Tensor,  # (B, Da)
+        next_actor_obs: torch.Tensor,  # (B, Da)
+        critic_obs: torch.Tensor,  # (B, Dc)
+    ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        with self._autocast():
+            return flash_update.actor_objective(
+                self.actor, self.critic, self.log_temperature, actor_obs, next_actor_obs, critic_obs,
+                self.target_entropy,
+            )  # fmt: skip
+
+    def _setup_compile(self) -> None:
+        """Compile the two forward objectives; backward passes run the compiled backward graphs,
+        optimizer steps and weight projections stay eager (fused kernels, in-place foreach)."""
+        use = self.cfg.use_compile
+        want = use is True or (use == "auto" and self.device.type == "cuda")
+        self.compile_backend = "inductor" if want else "eager"
+        self.compile_mode = resolve_compile_mode(self.cfg.compile_mode)
+        self._cudagraphs = want and self.compile_mode in ("reduce-overhead", "max-autotune")
+        if want:
+            self._critic_objective_fn = torch.compile(self._critic_objective, fullgraph=True, mode=self.compile_mode)
+            self._actor_objective_fn = torch.compile(self._actor_objective, fullgraph=True, mode=self.compile_mode)
+        else:
+            self._critic_objective_fn = self._critic_objective
+            self._actor_objective_fn = self._actor_objective
+
+    def _set_learning_rate(self) -> float:
+        lr = flash_update.cosine_learning_rate(self.num_critic_updates, self.total_updates, self.cfg.lr, self.cfg.lr_end)
+        for optimizer in self._optimizers:
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+        return lr
+
+    def update(self) -> dict[str, float]:
+        """Run ``cfg.num_updates`` updates, each on a fresh uniform batch: on every
+        ``actor_update_period``-th one (counted across calls, starting with the first) an actor and
+        temperature step, then a critic step and the EMA of the target critic. Each optimizer step
+        is followed by the weight projection. Synchronizes with the device once, at the end.
+
+        Returns:
+            ``"Loss/critic"``, ``"Critic/mean_q"``, ``"Critic/target_q"`` (means over this call, in
+            scaled-reward units), ``"Policy/learning_rate"``, ``"Policy/reward_scale"`` (the divisor
+            of the rewards; 1 when scaling is off) and, when an actor step happened,
+            ``"Loss/actor"``, ``"Loss/alpha"``, ``"Policy/entropy"`` (means) and ``"Policy/alpha"``
+            (after the last step).
+
+        Raises:
+            ValueError: the replay buffer is empty.
+        """
+        cfg = self.cfg
+        a, c = self.actor_group, self.critic_group
+        critic_logs: list[torch.Tensor] = []  # each (3,): critic loss, mean Q, target Q
+        actor_logs: list[torch.Tensor] = []  # each (4,): actor loss, temperature loss, entropy, alpha
+        lr = cfg.lr
+        for _ in range(cfg.num_updates):
+            batch = self.replay.sample(cfg.batch_size)
+            rewards = batch.rewards if self.reward_scaler is None else self.reward_scaler(batch.rewards)
+            lr = self._set_learning_rate()
+
+            if self.num_critic_updates % cfg.actor_update_period == 0:
+                if self._cudagraphs:
+                    torch.compiler.cudagraph_mark_step_begin()
+                loss, temp_loss, info = self._actor_objective_fn(batch.obs[a], batch.next_obs[a], batch.obs[c])
+                flash_update.apply_gradients(loss + temp_loss, [self.actor_optimizer, self.temperature_optimizer])
+                if cfg.weight_normalization:
+                    normalize_parameters(self.actor)
+                actor_logs.append(
+                    torch.stack([loss.detach(), temp_loss.detach(), info["entropy"], self.log_temperature.detach().exp()])
+                )
+
+            if self._cudagraphs:
+                torch.compiler.cudagraph_mark_step_begin()
+            qf_loss, info = self._critic_objective_fn(
+                batch.obs[c], batch.actions, rewards, batch.terminated, batch.next_obs[a], batch.next_obs[c]
+            )
+            flash_update.apply_gradients(qf_loss, self.critic_optimizer)
+            if cfg.weight_normalization:
+                normalize_parameters(self.critic)
+            flash_update.ema_update(self._target_params, self._online_params, cfg.tau)
+            critic_logs.append(torch.stack([qf_loss.detach(), info["mean_q"], info["target_q"]]))
+            self.num_critic_updates += 1
+
+        scale = self.reward_scaler.scale() if self.reward_scaler is not None else torch.ones((), device=self.device)
+        names = ["Loss/critic", "Critic/mean_q", "Critic/target_q", "Policy/reward_scale"]
+        values = [torch.stack(critic_logs).float().mean(0), scale.reshape(1).float()]
+        if actor_logs:
+            names += ["Loss/actor", "Loss/alpha", "Policy/entropy", "Policy/alpha"]
+            stacked = torch.stack(actor_logs).float()  # (n, 4)
+            values.append(torch.cat([stacked[:, :3].mean(0), stacked[-1, 3:]]))
+        metrics = dict(zip(names, torch.cat(values).tolist()))
+        metrics["Policy/learning_rate"] = lr
+        return metrics
+
+    @property
+    def alpha(self) -> float:
+        """Current temperature ``exp(log_temperature)`` (synchronizes)."""
+        return float(self.log_temperature.detach().exp())
+
+    # -- Checkpoints ------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume learning, except the replay buffer and the per-env running
+        returns of the reward scaling.
+
+        Returns:
+            dict with ``actor``, ``critic``, ``critic_target`` (batch-norm statistics included),
+            ``log_temperature``, ``actor_optimizer``, ``critic_optimizer``,
+            ``temperature_optimizer``, ``reward_scaler`` (or ``None``), ``iteration``,
+            ``num_critic_updates`` and (informative only) ``config``.
+        """
+        return {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "critic_target": self.critic_target.state_dict(),
+            "log_temperature": self.log_temperature.detach().clone(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "temperature_optimizer": self.temperature_optimizer.state_dict(),
+            "reward_scaler": None if self.reward_scaler is None else self.reward_scaler.state_dict(),
+            "iteration": self.iteration,
+            "num_critic_updates": self.num_critic_updates,
+            "config": dataclasses.asdict(self.cfg),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore from :meth:`state_dict` (tensors may be on any device).
+
+        Raises:
+            KeyError: a required entry is missing.
+            RuntimeError: a network's shapes differ (from ``nn.Module.load_state_dict``).
+        """
+        self.actor.load_state_dict(state["actor"])
+        self.critic.load_state_dict(state["critic"])
+        self.critic_target.load_state_dict(state["critic_target"])
+        with torch.no_grad():
+            self.log_temperature.copy_(state["log_temperature"])
+        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.temperature_optimizer.load_state_dict(state["temperature_optimizer"])
+        if self.reward_scaler is not None and state.get("reward_scaler") is not None:
+            self.reward_scaler.load_state_dict(state["reward_scaler"])
+        self.iteration = int(state["iteration"])
+        self.num_critic_updates = int(state["num_critic_updates"])
+
+
+def make(env: VecEnv, cfg: FlashSACConfig, device: torch.device | str | None = None) -> FlashSAC:
+    """Factory with the uniform algorithm signature ``(env, cfg, device) -> learner``."""
+    return FlashSAC(env, cfg, device)
+
+
+__all__ = ["FlashSAC", "make", "resolve_compile_mode"]

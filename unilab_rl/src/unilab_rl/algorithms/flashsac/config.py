@@ -1,0 +1,171 @@
+"""Settings of FlashSAC.
+
+FlashSAC: Kim, Lee et al., "FlashSAC" (2026, arXiv 2604.04539), official code
+``Holiday-Robot/FlashSAC`` (``configs/agent/flashSAC.yaml``, ``flash_rl/agents/flashSAC/``).
+Facts and defaults are taken from ``shared/research/algorithms.md`` section 1 (what the paper and
+its code do) and section 6 (the project's recommendation for G1 on CPU MuJoCo: keep the paper's
+GPU-benchmark defaults, gamma 0.97 for 50 Hz joystick-style G1). A stdlib dataclass on purpose:
+unilab_rl depends on torch only; the CLI validates it elsewhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+CompileMode = Literal["auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
+
+
+@dataclass
+class FlashSACConfig:
+    """Hyperparameters of :class:`unilab_rl.algorithms.flashsac.FlashSAC` and its runner loop."""
+
+    # -- Scale ------------------------------------------------------------------------------
+    num_envs: int = 1024
+    """Parallel environments the env is built with (the learner takes the env's ``num_envs``).
+    algorithms.md 1.3 and 6: 1024 in the GPU-sim benchmark."""
+    max_iterations: int = 1000
+    """Iterations to train. One iteration = one env step of all envs + its gradient updates. Also
+    the horizon of the cosine learning-rate schedule (:attr:`lr_end`)."""
+    learning_starts: int = 100
+    """Iterations of uniform-random actions at the start; gradient updates begin once the buffer
+    holds ``learning_starts * num_envs`` transitions. 100 at 1024 envs is the paper's 100 k
+    minimum buffer size (algorithms.md 1.3, ``buffer_min_length``)."""
+
+    # -- Replay and updates -----------------------------------------------------------------
+    buffer_size_per_env: int = 10240
+    """Replay capacity per env; total ``buffer_size_per_env * num_envs``: 10.5 M at 1024 envs, the
+    paper's 10 M (a 1 M buffer lost 2-5 points, 0.1 M collapsed; algorithms.md 1.4). Observations
+    are stored twice (s and s'), so at G1 sizes (actor 99, critic 111, 29 actions) a transition
+    takes about 1.8 kB: about 19 GB of learner memory at 10.5 M."""
+    batch_size: int = 2048
+    """Transitions per gradient update (paper: 2048; 4 k-8 k gave about the same, algorithms.md 1.4)."""
+    num_updates: int = 2
+    """Critic updates per iteration. The paper's sweet spot is 2 per 1024 env steps (replay ratio
+    ``num_updates * batch_size / num_envs`` = 4); scale it with ``num_envs`` (algorithms.md 6)."""
+    actor_update_period: int = 2
+    """The actor and temperature are updated on every ``actor_update_period``-th critic update,
+    starting with the first (``actor_update_period`` in ``configs/agent/flashSAC.yaml``: 2)."""
+
+    # -- Returns and targets ----------------------------------------------------------------
+    gamma: float = 0.97
+    """Discount: 0.97 for 50 Hz joystick-style G1 (MuJoCo Playground G1/T1 and UniLab runs;
+    algorithms.md 1.3 and 6); the IsaacLab benchmark used 0.99 with 3-step returns."""
+    tau: float = 0.01
+    """EMA rate of the target critic after every critic update (paper: 0.01)."""
+
+    # -- Categorical critic and reward scaling ----------------------------------------------
+    num_bins: int = 101
+    """Atoms of each categorical critic (paper: 101)."""
+    v_min: float = -5.0
+    """Lowest atom of the support (paper: ``linspace(-5, 5)``, i.e. -``normalized_G_max``)."""
+    v_max: float = 5.0
+    """Highest atom of the support (paper: 5)."""
+    reward_normalization: bool = True
+    """Scale rewards so that discounted returns fit the support (paper: on;
+    ``flash_rl/agents/utils/reward_normalization.py``): ``r / max(sqrt(Var G + eps), G_abs_max /
+    normalized_g_max)`` with ``G`` the running discounted return per env."""
+    normalized_g_max: float = 5.0
+    """Largest absolute scaled return the scaling aims for (paper: ``normalized_G_max`` = 5)."""
+
+    # -- Optimizers -------------------------------------------------------------------------
+    lr: float = 3e-4
+    """Peak Adam learning rate of the actor, critic and temperature (paper: 3e-4)."""
+    lr_end: float = 1.5e-4
+    """Learning rate at the end of the run; cosine decay from :attr:`lr` over all the run's
+    gradient updates, no warmup (paper: 1.5e-4; its warmup is 1e-6 of the run, algorithms.md 1.2).
+    Set equal to :attr:`lr` for a constant rate."""
+    weight_normalization: bool = True
+    """Project every linear weight row onto the unit sphere (and norm-layer scales onto radius
+    sqrt(d)) after each optimizer step (paper: always; off only to ablate). No weight decay and no
+    gradient clipping are used: the projection bounds the norms (algorithms.md 1.2)."""
+
+    # -- Networks ---------------------------------------------------------------------------
+    actor_num_blocks: int = 2
+    """Inverted residual blocks of the actor (paper: 2)."""
+    actor_hidden_dim: int = 128
+    """Actor width h (paper: 128)."""
+    critic_num_blocks: int = 2
+    """Inverted residual blocks of each critic (paper: 2)."""
+    critic_hidden_dim: int = 256
+    """Critic width h (paper: 256; 512 helped on rough terrain at higher cost)."""
+    expansion: int = 4
+    """Width multiplier inside a block, h -> expansion * h -> h (paper: 4)."""
+    bn_momentum: float = 0.01
+    """Running-statistics rate of the batch norms (official code: 0.01). The input batch norm's
+    running statistics are the deployed observation normalizer."""
+    log_std_min: float = -10.0
+    """Lower bound of the actor's pre-tanh log std (paper: -10)."""
+    log_std_max: float = 2.0
+    """Upper bound of the actor's pre-tanh log std (paper: 2)."""
+
+    # -- Entropy and exploration -------------------------------------------------------------
+    init_temperature: float = 0.01
+    """Initial temperature alpha (paper: 0.01); tuned automatically after."""
+    target_sigma: float = 0.15
+    """Unified entropy target: the entropy of a Gaussian with this std in every action dimension,
+    ``0.5 |A| log(2 pi e sigma^2)``, plus the log-volume of the action box (the log-probability is
+    in the env's units). Paper: 0.15 (-13.87 nats for 29 unit-range DoF)."""
+    noise_repeat: bool = True
+    """Hold the exploration noise for a Zeta-distributed number of env steps (paper: on; off cost
+    about 3-7 points on Isaac G1, algorithms.md 1.4). Off: fresh noise every step."""
+    zeta_exponent: float = 2.0
+    """Exponent s of the truncated Zeta law ``P(k) ~ k^-s`` of the repeat length (paper: 2)."""
+    zeta_max: int = 16
+    """Largest repeat length; k is drawn from {1, ..., zeta_max} (paper: 16)."""
+
+    # -- Execution --------------------------------------------------------------------------
+    device: str = "auto"
+    """Learner device: ``"auto"`` (cuda, xpu, mps, then cpu with a warning) or a name such as
+    ``"cuda:1"``; a named device the machine lacks is an error."""
+    mixed_precision: bool | Literal["auto"] = "auto"
+    """bfloat16 autocast of the forward passes: ``"auto"`` on CUDA only. Parameters, optimizer
+    state, losses, the categorical target and the batch-norm statistics stay float32. The paper
+    uses float16 with a GradScaler on GPU simulators; bfloat16 needs no scaler (algorithms.md 6)."""
+    use_compile: bool | Literal["auto"] = "auto"
+    """``torch.compile`` the critic and actor objectives: ``"auto"`` compiles on CUDA only and runs
+    eagerly elsewhere; ``True`` compiles on any device; ``False`` never compiles."""
+    compile_mode: CompileMode = "auto"
+    """``torch.compile`` mode. ``"auto"`` follows the official code: ``"max-autotune"`` on
+    torch >= 2.9, ``"reduce-overhead"`` before, because "reduce-overhead causes 5-10x slowdowns
+    after PyTorch 2.8" (algorithms.md 1.2). Not measured on this project's machines yet."""
+
+    def __post_init__(self) -> None:
+        """Check value ranges.
+
+        Raises:
+            ValueError: naming the first field out of range and its value.
+        """
+        at_least_one = ("num_envs", "max_iterations", "buffer_size_per_env", "batch_size", "num_updates",
+                        "actor_update_period", "actor_num_blocks", "actor_hidden_dim", "critic_num_blocks",
+                        "critic_hidden_dim", "expansion", "zeta_max")
+        for name in at_least_one:
+            if getattr(self, name) < 1:
+                raise ValueError(f"FlashSACConfig.{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.learning_starts < 0:
+            raise ValueError(f"FlashSACConfig.learning_starts must be >= 0, got {self.learning_starts!r}")
+        if self.num_bins < 2:
+            raise ValueError(f"FlashSACConfig.num_bins must be >= 2, got {self.num_bins!r}")
+        for name in ("lr", "lr_end", "init_temperature", "target_sigma", "normalized_g_max", "zeta_exponent"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"FlashSACConfig.{name} must be > 0, got {getattr(self, name)!r}")
+        if not 0.0 <= self.gamma <= 1.0:
+            raise ValueError(f"FlashSACConfig.gamma must be in [0, 1], got {self.gamma!r}")
+        for name in ("tau", "bn_momentum"):
+            if not 0.0 < getattr(self, name) <= 1.0:
+                raise ValueError(f"FlashSACConfig.{name} must be in (0, 1], got {getattr(self, name)!r}")
+        if not self.v_min < self.v_max:
+            raise ValueError(f"FlashSACConfig.v_min must be < v_max, got {self.v_min!r} >= {self.v_max!r}")
+        if not self.log_std_min < self.log_std_max:
+            raise ValueError(
+                f"FlashSACConfig.log_std_min must be < log_std_max, got {self.log_std_min!r} >= {self.log_std_max!r}"
+            )
+        for name in ("mixed_precision", "use_compile"):
+            if getattr(self, name) not in (True, False, "auto"):
+                raise ValueError(f"FlashSACConfig.{name} must be True, False or 'auto', got {getattr(self, name)!r}")
+        modes = ("auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+        if self.compile_mode not in modes:
+            raise ValueError(f"FlashSACConfig.compile_mode must be one of {modes}, got {self.compile_mode!r}")
+
+
+__all__ = ["FlashSACConfig"]

@@ -1,0 +1,342 @@
+"""FlashSAC networks: unit-norm layers, the inverted residual trunk, the tanh-Gaussian actor and the
+fused twin categorical critic.
+
+Architecture facts (``shared/research/algorithms.md`` 1.1, from the official
+``flash_rl/agents/flashSAC/layer.py`` and ``network.py``):
+
+- input: batch norm on the *raw* observation (it is the observation normalizer), then a
+  bias-free linear map to width h;
+- blocks: ``x + ReLU(BN(W2 ReLU(BN(W1 x))))`` with ``W1: h -> 4h``, ``W2: 4h -> h``, no biases;
+- one RMSNorm after the last block;
+- actor head: two unit-norm linear maps plus biases for the mean and the raw log-std,
+  ``log_std = min + (max - min) (1 + tanh(raw)) / 2``;
+- critic: two critics evaluated as one batched network, each ending in 101 logits over a fixed
+  support; Q is the expectation over the atoms;
+- parameters: orthogonal init, then projected: each weight row onto the unit sphere, each norm
+  layer's scale (and shift) onto the sphere of radius sqrt(d) (:meth:`normalize_parameters`).
+
+Every layer takes an ``ensemble`` size E (0 for a plain layer): parameters get a leading (E,) axis
+and inputs a leading (E,) axis, so the two critics run as batched matrix products. Batch norms take
+``training`` explicitly, as in the official code, because one update uses the same network in both
+modes (batch statistics for the critic loss, running statistics for the actor loss).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from unilab_rl.algorithms.sac.networks import _box, squashed_gaussian_log_prob
+
+
+def _member_shape(ensemble: int, *shape: int) -> tuple[int, ...]:
+    return (ensemble, *shape) if ensemble else shape
+
+
+def _broadcast(p: torch.Tensor, ensemble: int) -> torch.Tensor:
+    """(E, d) per-member vector -> (E, 1, d) to broadcast over (E, B, d); (d,) unchanged."""
+    return p.unsqueeze(-2) if ensemble else p
+
+
+@torch.no_grad()
+def _rescale_to_radius(tensors: list[torch.Tensor], radius: float) -> None:
+    """Scale ``tensors`` jointly (along their last axis, per leading index) to L2 norm ``radius``."""
+    sq = tensors[0].float().square().sum(-1, keepdim=True)  # (..., 1)
+    for t in tensors[1:]:
+        sq = sq + t.float().square().sum(-1, keepdim=True)
+    factor = radius * torch.rsqrt(sq + 1e-8)
+    for t in tensors:
+        t.mul_(factor.to(t.dtype))
+
+
+class UnitLinear(nn.Module):
+    """Bias-free linear map whose weight rows are kept on the unit sphere.
+
+    Args:
+        in_dim, out_dim: sizes.
+        ensemble: E > 0 gives (E, out, in) weights applied to (E, B, in) inputs; 0 a plain layer.
+    """
+
+    def __init__(self, in_dim: int, out_dim: int, ensemble: int = 0) -> None:
+        super().__init__()
+        self.ensemble = ensemble
+        self.weight = nn.Parameter(torch.empty(_member_shape(ensemble, out_dim, in_dim)))
+        for w in self.weight.view(-1, out_dim, in_dim):
+            nn.init.orthogonal_(w, gain=1.0)
+        self.normalize_parameters()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, in) -> (B, out), or (E, B, in) -> (E, B, out)."""
+        return x @ self.weight.transpose(-1, -2)  # not .mT: the TorchScript ONNX exporter lacks aten::mT
+
+    @torch.no_grad()
+    def normalize_parameters(self) -> None:
+        """Each output unit's weight row to unit L2 norm."""
+        self.weight.copy_(nn.functional.normalize(self.weight, dim=-1, eps=1e-8))
+
+
+class UnitBatchNorm(nn.Module):
+    """Batch normalization with explicit mode; its (scale, shift) pair is kept at norm sqrt(d).
+
+    ``training=True`` normalizes with the batch's mean and (biased) variance and moves the running
+    statistics towards them (``running <- running + momentum (batch - running)``, unbiased variance,
+    as :func:`torch.nn.functional.batch_norm`); ``training=False`` uses the running statistics, so
+    in evaluation it is a fixed affine map (the deployed observation normalizer for the input
+    layer).
+
+    Args:
+        dim: features d.
+        ensemble: E > 0 keeps separate statistics and parameters per member, inputs (E, B, d).
+        momentum: rate of the running statistics.
+        eps: added to the variance.
+    """
+
+    running_mean: torch.Tensor
+    running_var: torch.Tensor
+
+    def __init__(self, dim: int, ensemble: int = 0, momentum: float = 0.01, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.ensemble, self.momentum, self.eps = ensemble, momentum, eps
+        self.weight = nn.Parameter(torch.ones(_member_shape(ensemble, dim)))
+        self.bias = nn.Parameter(torch.zeros(_member_shape(ensemble, dim)))
+        self.register_buffer("running_mean", torch.zeros(_member_shape(ensemble, dim)))
+        self.register_buffer("running_var", torch.ones(_member_shape(ensemble, dim)))
+
+    def forward(self, x: torch.Tensor, training: bool) -> torch.Tensor:
+        """(B, d) or (E, B, d) -> same shape. Statistics are computed in float32."""
+        e = self.ensemble
+        if training:
+            xf = x.float()
+            mean = xf.mean(-2, keepdim=True)  # (E, 1, d) or (1, d)
+            var = xf.var(-2, correction=0, keepdim=True)
+            with torch.no_grad():
+                n = x.shape[-2]
+                self.running_mean.lerp_(mean.squeeze(-2), self.momentum)
+                self.running_var.lerp_(var.squeeze(-2) * (n / max(n - 1, 1)), self.momentum)
+        else:
+            mean, var = _broadcast(self.running_mean, e), _broadcast(self.running_var, e)
+        y = (x.float() - mean) * torch.rsqrt(var + self.eps) * _broadcast(self.weight, e) + _broadcast(self.bias, e)
+        return y.to(x.dtype)
+
+    @torch.no_grad()
+    def normalize_parameters(self) -> None:
+        """Rescale (scale, shift) jointly to norm sqrt(d) (their value at init: ones and zeros)."""
+        _rescale_to_radius([self.weight, self.bias], math.sqrt(self.weight.shape[-1]))
+
+
+class UnitRMSNorm(nn.Module):
+    """``x / sqrt(mean(x^2) + eps) * scale`` over the last axis; the scale kept at norm sqrt(d).
+
+    Written out rather than ``nn.RMSNorm`` so that it exports to ONNX at any opset.
+    """
+
+    def __init__(self, dim: int, ensemble: int = 0, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.ensemble, self.eps = ensemble, eps
+        self.weight = nn.Parameter(torch.ones(_member_shape(ensemble, dim)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, d) or (E, B, d) -> same shape."""
+        return x * torch.rsqrt(x.square().mean(-1, keepdim=True) + self.eps) * _broadcast(self.weight, self.ensemble)
+
+    @torch.no_grad()
+    def normalize_parameters(self) -> None:
+        """Rescale the scale vector to norm sqrt(d)."""
+        _rescale_to_radius([self.weight], math.sqrt(self.weight.shape[-1]))
+
+
+class InvertedResidualBlock(nn.Module):
+    """``x + ReLU(BN2(W2 ReLU(BN1(W1 x))))``, ``W1: h -> expansion h``, ``W2: expansion h -> h``."""
+
+    def __init__(self, dim: int, expansion: int = 4, ensemble: int = 0, momentum: float = 0.01) -> None:
+        super().__init__()
+        self.w1 = UnitLinear(dim, expansion * dim, ensemble)
+        self.norm1 = UnitBatchNorm(expansion * dim, ensemble, momentum)
+        self.w2 = UnitLinear(expansion * dim, dim, ensemble)
+        self.norm2 = UnitBatchNorm(dim, ensemble, momentum)
+
+    def forward(self, x: torch.Tensor, training: bool) -> torch.Tensor:
+        h = torch.relu(self.norm1(self.w1(x), training))
+        return x + torch.relu(self.norm2(self.w2(h), training))
+
+
+class Trunk(nn.Module):
+    """Embedder (BN on the raw input, bias-free linear) -> blocks -> RMSNorm; output width h."""
+
+    def __init__(
+        self, in_dim: int, hidden_dim: int, num_blocks: int, expansion: int = 4, ensemble: int = 0,
+        momentum: float = 0.01,
+    ) -> None:
+        super().__init__()
+        self.input_norm = UnitBatchNorm(in_dim, ensemble, momentum)
+        self.embed = UnitLinear(in_dim, hidden_dim, ensemble)
+        self.blocks = nn.ModuleList(
+            InvertedResidualBlock(hidden_dim, expansion, ensemble, momentum) for _ in range(num_blocks)
+        )
+        self.post_norm = UnitRMSNorm(hidden_dim, ensemble)
+
+    def forward(self, x: torch.Tensor, training: bool) -> torch.Tensor:
+        x = self.embed(self.input_norm(x, training))
+        for block in self.blocks:
+            x = block(x, training)
+        return self.post_norm(x)
+
+
+class FlashActor(nn.Module):
+    """Tanh-squashed diagonal Gaussian policy on the env's action box, on a FlashSAC trunk.
+
+    Args:
+        obs_dim: actor observation size (raw: the input batch norm normalizes).
+        action_low, action_high: (A,) bounds of the env's action box.
+        hidden_dim, num_blocks, expansion, momentum: trunk settings.
+        log_std_min, log_std_max: bounds of the pre-tanh log std.
+
+    Raises:
+        ValueError: bad action bounds.
+    """
+
+    action_centre: torch.Tensor
+    action_half_range: torch.Tensor
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_low: torch.Tensor,
+        action_high: torch.Tensor,
+        hidden_dim: int = 128,
+        num_blocks: int = 2,
+        expansion: int = 4,
+        momentum: float = 0.01,
+        log_std_min: float = -10.0,
+        log_std_max: float = 2.0,
+    ) -> None:
+        super().__init__()
+        centre, half_range = _box(action_low, action_high)
+        num_actions = centre.shape[0]
+        self.trunk = Trunk(obs_dim, hidden_dim, num_blocks, expansion, 0, momentum)
+        self.mean_head = UnitLinear(hidden_dim, num_actions)
+        self.mean_bias = nn.Parameter(torch.zeros(num_actions))
+        self.log_std_head = UnitLinear(hidden_dim, num_actions)
+        self.log_std_bias = nn.Parameter(torch.zeros(num_actions))
+        self.log_std_min, self.log_std_max = log_std_min, log_std_max
+        self.register_buffer("action_centre", centre)
+        self.register_buffer("action_half_range", half_range)
+
+    def forward(self, obs: torch.Tensor, training: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Gaussian parameters before the squash.
+
+        Args:
+            obs: (B, obs_dim) raw observations.
+            training: batch statistics in the batch norms (and update their running statistics).
+
+        Returns:
+            mean: (B, A); log_std: (B, A) in ``[log_std_min, log_std_max]``; float32.
+        """
+        h = self.trunk(obs, training)
+        mean = (self.mean_head(h) + self.mean_bias).float()
+        raw = (self.log_std_head(h) + self.log_std_bias).float()
+        log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (1.0 + torch.tanh(raw))
+        return mean, log_std
+
+    def squash(self, u: torch.Tensor) -> torch.Tensor:
+        """Pre-tanh values (B, A) -> actions in the box."""
+        return self.action_centre + self.action_half_range * torch.tanh(u)
+
+    def sample(self, obs: torch.Tensor, training: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reparameterized action (B, A) and its log-probability (B,) in the env's units."""
+        mean, log_std = self(obs, training)
+        u = mean + torch.exp(log_std) * torch.randn_like(mean)
+        return self.squash(u), squashed_gaussian_log_prob(u, mean, log_std, self.action_half_range)
+
+    def explore(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        """Exploration action ``squash(mean + std * noise)`` with the given (held) noise (B, A);
+        running statistics (the official code acts with ``training=False``)."""
+        mean, log_std = self(obs, False)
+        return self.squash(mean + torch.exp(log_std) * noise)
+
+    def deterministic_action(self, obs: torch.Tensor) -> torch.Tensor:
+        """Evaluation action ``squash(mean)`` with running statistics, (B, A)."""
+        mean, _ = self(obs, False)
+        return self.squash(mean)
+
+
+class CategoricalCritic(nn.Module):
+    """``num_qs`` distributional Q-functions over a fixed support, run as one batched network.
+
+    Each critic reads ``concat(obs, action)`` (raw; the input batch norm normalizes) and outputs
+    logits over ``num_bins`` atoms ``linspace(v_min, v_max, num_bins)``; its Q-value is the
+    expectation of the atoms under ``softmax(logits)``.
+
+    Args:
+        obs_dim: critic observation size.
+        num_actions: A.
+        hidden_dim, num_blocks, expansion, momentum: trunk settings.
+        num_bins, v_min, v_max: the support.
+        num_qs: number of critics E (2: clipped double Q).
+    """
+
+    support: torch.Tensor
+
+    def __init__(
+        self,
+        obs_dim: int,
+        num_actions: int,
+        hidden_dim: int = 256,
+        num_blocks: int = 2,
+        expansion: int = 4,
+        momentum: float = 0.01,
+        num_bins: int = 101,
+        v_min: float = -5.0,
+        v_max: float = 5.0,
+        num_qs: int = 2,
+    ) -> None:
+        super().__init__()
+        self.num_qs = num_qs
+        self.trunk = Trunk(obs_dim + num_actions, hidden_dim, num_blocks, expansion, num_qs, momentum)
+        self.value_head = UnitLinear(hidden_dim, num_bins, num_qs)
+        self.value_bias = nn.Parameter(torch.zeros(num_qs, num_bins))
+        self.register_buffer("support", torch.linspace(v_min, v_max, num_bins))
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor, training: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """Q-values and log-probabilities over the atoms.
+
+        Args:
+            obs: (B, obs_dim); action: (B, A) in the env's units.
+            training: batch statistics in the batch norms (and update their running statistics).
+
+        Returns:
+            q: (E, B) float32; log_probs: (E, B, num_bins) float32.
+        """
+        x = torch.cat([obs, action], dim=-1).expand(self.num_qs, -1, -1)  # (E, B, obs_dim + A)
+        logits = self.value_head(self.trunk(x, training)) + self.value_bias.unsqueeze(-2)  # (E, B, K)
+        log_probs = torch.log_softmax(logits.float(), dim=-1)
+        q = (log_probs.exp() * self.support).sum(-1)
+        return q, log_probs
+
+
+class DeterministicPolicy(nn.Module):
+    """Deployment policy: raw actor observation -> ``squash(mean)``, batch norms on running
+    statistics (the input batch norm is the observation normalizer). Shares the actor's weights."""
+
+    def __init__(self, actor: FlashActor) -> None:
+        super().__init__()
+        self.actor = actor
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """(B, obs_dim) raw float32 -> (B, A) float32 in the env's units."""
+        return self.actor.deterministic_action(obs)
+
+
+def normalize_parameters(module: nn.Module) -> None:
+    """Apply every unit-norm projection inside ``module`` (after init and each optimizer step)."""
+    for m in module.modules():
+        if isinstance(m, (UnitLinear, UnitBatchNorm, UnitRMSNorm)):
+            m.normalize_parameters()
+
+
+__all__ = [
+    "CategoricalCritic", "DeterministicPolicy", "FlashActor", "InvertedResidualBlock", "Trunk",
+    "UnitBatchNorm", "UnitLinear", "UnitRMSNorm", "normalize_parameters",
+]

@@ -1,0 +1,226 @@
+"""FlashSAC update math, in the order one update runs, with the paper's names.
+
+FlashSAC (arXiv 2604.04539; official ``flash_rl/agents/flashSAC/update.py``, facts in
+``shared/research/algorithms.md`` 1.2). One update of :class:`~unilab_rl.algorithms.flashsac.FlashSAC`:
+
+1. actor loss ``mean(alpha log pi(a|s) - min(Q1, Q2)(s, a))``, delayed (every
+   ``actor_update_period``-th update); the actor runs in training mode on ``concat(s, s')`` so its
+   batch norms see both halves, the loss uses the first half; the critic runs on running
+   statistics with its weights frozen;
+2. temperature loss ``alpha (H(pi) - H_target)`` with the *unified* entropy target
+   ``0.5 |A| log(2 pi e sigma^2)`` (:func:`unified_target_entropy`);
+3. critic loss: cross-entropy between each critic's distribution over the atoms and the
+   projected target distribution (:func:`categorical_td_target`); both the online and the target
+   critic run in training mode on ``concat((s, a), (s', a'))`` so prediction and target share
+   batch statistics (CrossQ-style); the target takes the distribution of the target critic with
+   the lower expected Q (:func:`select_min_q_distribution`), ``a' ~ pi(.|s')`` on running statistics;
+4. EMA of the target critic's parameters (:func:`ema_update`).
+
+After each optimizer step the network's weights are projected back onto their spheres
+(:func:`unilab_rl.algorithms.flashsac.networks.normalize_parameters`, called by the agent).
+
+Only ``terminated`` cuts the bootstrap; a time-out bootstraps from the pre-reset observation.
+Everything returns detached tensors and never calls ``.item()``.
+Shapes: B = batch size, A = action size, E = number of critics (2), K = number of atoms,
+Da / Dc = actor / critic observation sizes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from unilab_rl.algorithms.flashsac.networks import CategoricalCritic, FlashActor
+from unilab_rl.algorithms.sac.update import apply_gradients, polyak_update
+
+ema_update = polyak_update
+"""``target <- target + tau (online - target)`` in place over matching parameter lists."""
+
+
+# ============================================================================ targets and losses
+def unified_target_entropy(num_actions: int, target_sigma: float, action_half_range: torch.Tensor) -> float:
+    """Entropy target ``0.5 |A| log(2 pi e sigma^2) + sum_i log(half_range_i)``, in nats.
+
+    The first term is the entropy of ``N(0, sigma^2 I)`` in |A| dimensions (FlashSAC's unified
+    target: -13.87 for 29 DoF at sigma = 0.15); the second moves it to the env's units, since the
+    policy's log-probability includes the box Jacobian (as the official agent does).
+
+    Args:
+        num_actions: |A|.
+        target_sigma: sigma > 0.
+        action_half_range: (A,) half-widths of the action box.
+    """
+    gaussian = 0.5 * num_actions * math.log(2.0 * math.pi * math.e * target_sigma**2)
+    return gaussian + float(torch.log(action_half_range.detach().double().cpu()).sum())
+
+
+def scale_rewards(
+    rewards: torch.Tensor,  # (B,)
+    return_var: torch.Tensor,  # () or (1,)
+    return_abs_max: torch.Tensor,  # ()
+    normalized_g_max: float,
+    eps: float = 1e-8,
+) -> torch.Tensor:
+    """``r / max(sqrt(Var G + eps), max|G| / normalized_g_max)``, (B,).
+
+    ``G`` is the running discounted return per env. The first term gives returns unit scale; the
+    second keeps the largest return seen inside ``[-normalized_g_max, normalized_g_max]``, the
+    critic's support (official ``reward_normalization.py``).
+    """
+    denominator = torch.maximum(torch.sqrt(return_var + eps), return_abs_max / normalized_g_max)
+    return rewards / denominator.reshape(())
+
+
+def select_min_q_distribution(
+    next_q: torch.Tensor,  # (E, B)
+    next_log_probs: torch.Tensor,  # (E, B, K)
+) -> torch.Tensor:
+    """Per row, the log-distribution of the critic whose expected Q is lowest: (B, K).
+
+    Clipped double Q (Fujimoto et al. 2018, arXiv 1802.09477) choosing a whole distribution.
+    """
+    index = next_q.argmin(dim=0)  # (B,)
+    index = index.view(1, -1, 1).expand(1, -1, next_log_probs.shape[-1])  # (1, B, K)
+    return next_log_probs.gather(0, index).squeeze(0)
+
+
+def categorical_td_target(
+    next_probs: torch.Tensor,  # (B, K)
+    rewards: torch.Tensor,  # (B,)
+    terminated: torch.Tensor,  # (B,) bool
+    next_entropy_term: torch.Tensor,  # (B,) alpha * log pi(a'|s')
+    gamma: float,
+    support: torch.Tensor,  # (K,) evenly spaced atoms
+) -> torch.Tensor:
+    """Project the shifted target distribution back onto the support (C51, Bellemare et al. 2017,
+    arXiv 1707.06887, algorithm 1), soft-Q version.
+
+    Each atom ``z_j`` carrying probability ``p_j`` moves to
+    ``z'_j = clamp(r + gamma (1 - terminated) (z_j - alpha log pi(a'|s')), v_min, v_max)`` and its
+    mass is split between the two atoms around it in proportion to closeness: with
+    ``b = (z'_j - v_min) / dz``, ``l = floor(b)``, atom ``l`` gets ``p_j (1 - (b - l))`` and atom
+    ``l + 1`` gets ``p_j (b - l)``. Total mass is conserved.
+
+    Returns:
+        target_probs: (B, K), each row summing to the row sum of ``next_probs``.
+    """
+    num_bins = support.shape[0]
+    v_min, v_max = support[0], support[-1]
+    delta_z = (v_max - v_min) / (num_bins - 1)
+    not_done = (~terminated.bool()).to(next_probs.dtype).unsqueeze(-1)  # (B, 1)
+    shifted = rewards.unsqueeze(-1) + gamma * not_done * (support - next_entropy_term.unsqueeze(-1))  # (B, K)
+    b = (shifted.clamp(v_min, v_max) - v_min) / delta_z  # (B, K) in [0, K - 1]
+    lower = b.floor().clamp(0, num_bins - 1)
+    upper_weight = b - lower  # (B, K) in [0, 1)
+    lower_index = lower.long()
+    upper_index = (lower_index + 1).clamp(max=num_bins - 1)
+    target = torch.zeros_like(next_probs)
+    target.scatter_add_(1, lower_index, next_probs * (1.0 - upper_weight))
+    target.scatter_add_(1, upper_index, next_probs * upper_weight)
+    return target
+
+
+def critic_loss(target_probs: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy ``-sum_k target_k log p_k``, averaged over critics and batch.
+
+    Args:
+        target_probs: (B, K), no gradient.
+        log_probs: (E, B, K) each critic's log-distribution at (s, a).
+
+    Returns:
+        () loss.
+    """
+    return -(target_probs.unsqueeze(0) * log_probs).sum(-1).mean()
+
+
+def actor_loss(log_pi: torch.Tensor, q: torch.Tensor, alpha: torch.Tensor | float) -> torch.Tensor:
+    """``mean(alpha log pi(a|s) - min_e Q_e(s, a))``; log_pi (B,), q (E, B). Returns ()."""
+    return (alpha * log_pi - q.min(dim=0).values).mean()
+
+
+def temperature_loss(log_temperature: torch.Tensor, entropy: torch.Tensor, target_entropy: float) -> torch.Tensor:
+    """``alpha (H - H_target)`` with ``alpha = exp(log_temperature)`` and ``H`` detached.
+
+    Its gradient lowers alpha while the policy entropy is above the target and raises it below.
+    """
+    return log_temperature.exp() * (entropy.detach() - target_entropy)
+
+
+def cosine_learning_rate(step: int, total_steps: int, lr: float, lr_end: float) -> float:
+    """Cosine decay from ``lr`` at step 0 to ``lr_end`` at ``total_steps`` (held after), no warmup."""
+    progress = min(max(step / max(total_steps, 1), 0.0), 1.0)
+    return lr_end + 0.5 * (lr - lr_end) * (1.0 + math.cos(math.pi * progress))
+
+
+# ============================================================================ objectives (forward only)
+def critic_objective(
+    actor: FlashActor,
+    critic: CategoricalCritic,
+    critic_target: CategoricalCritic,
+    critic_obs: torch.Tensor,  # (B, Dc)
+    actions: torch.Tensor,  # (B, A)
+    rewards: torch.Tensor,  # (B,) scaled
+    terminated: torch.Tensor,  # (B,) bool
+    next_actor_obs: torch.Tensor,  # (B, Da)
+    next_critic_obs: torch.Tensor,  # (B, Dc)
+    alpha: torch.Tensor,  # ()
+    gamma: float,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Categorical soft TD target and the critic loss (step 3); forward only.
+
+    Updates the batch-norm running statistics of ``critic`` and ``critic_target`` (training-mode
+    forward), nothing else.
+
+    Returns:
+        loss: () with gradient w.r.t. the critic; info: ``{"mean_q", "target_q"}`` () detached.
+    """
+    batch = critic_obs.shape[0]
+    with torch.no_grad():
+        next_actions, next_log_pi = actor.sample(next_actor_obs, training=False)  # (B, A), (B,)
+    obs_all = torch.cat([critic_obs, next_critic_obs])  # (2B, Dc)
+    actions_all = torch.cat([actions, next_actions])  # (2B, A)
+    with torch.no_grad():
+        q_all_target, log_probs_all_target = critic_target(obs_all, actions_all, training=True)  # (E, 2B), (E, 2B, K)
+        next_log_probs = select_min_q_distribution(q_all_target[:, batch:], log_probs_all_target[:, batch:])  # (B, K)
+        target_probs = categorical_td_target(
+            next_log_probs.exp(), rewards, terminated, alpha * next_log_pi, gamma, critic.support
+        )  # (B, K)
+    q_all, log_probs_all = critic(obs_all, actions_all, training=True)  # (E, 2B), (E, 2B, K)
+    loss = critic_loss(target_probs, log_probs_all[:, :batch])
+    target_q = (target_probs * critic.support).sum(-1).mean()
+    return loss, {"mean_q": q_all[:, :batch].detach().mean(), "target_q": target_q}
+
+
+def actor_objective(
+    actor: FlashActor,
+    critic: CategoricalCritic,
+    log_temperature: torch.Tensor,  # ()
+    actor_obs: torch.Tensor,  # (B, Da)
+    next_actor_obs: torch.Tensor,  # (B, Da)
+    critic_obs: torch.Tensor,  # (B, Dc)
+    target_entropy: float,
+) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    """Actor loss (step 1) and temperature loss (step 2) on one reparameterized sample; forward only.
+
+    Updates the actor's batch-norm running statistics (training-mode forward on ``concat(s, s')``).
+    The actor loss sees alpha detached and the temperature loss the entropy detached, so their sum
+    can be back-propagated at once into disjoint parameters.
+
+    Returns:
+        actor_loss: (); temperature_loss: (); info: ``{"entropy"}`` = ``-mean(log pi)``, detached.
+    """
+    batch = actor_obs.shape[0]
+    pi_all, log_pi_all = actor.sample(torch.cat([actor_obs, next_actor_obs]), training=True)  # (2B, A), (2B,)
+    pi, log_pi = pi_all[:batch], log_pi_all[:batch]
+    q, _ = critic(critic_obs, pi, training=False)  # (E, B)
+    loss = actor_loss(log_pi, q, log_temperature.detach().exp())
+    entropy = -log_pi.mean()
+    return loss, temperature_loss(log_temperature, entropy, target_entropy), {"entropy": entropy.detach()}
+
+
+__all__ = [
+    "actor_loss", "actor_objective", "apply_gradients", "categorical_td_target", "cosine_learning_rate",
+    "critic_loss", "critic_objective", "ema_update", "scale_rewards", "select_min_q_distribution",
+    "temperature_loss", "unified_target_entropy",
+]

@@ -1,0 +1,156 @@
+"""FlashSAC learner: config checks, acting, updates, checkpoints, the runner, and that it learns."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from unilab_rl import FlashSAC, FlashSACConfig, OffPolicyRunner
+from unilab_rl.algorithms.flashsac.agent import resolve_compile_mode
+from unilab_rl.algorithms.flashsac.networks import UnitLinear
+from unilab_rl.registry import get_algorithm
+
+SMALL = dict(
+    num_envs=8, max_iterations=20, learning_starts=2, buffer_size_per_env=64, batch_size=32, num_updates=2,
+    actor_hidden_dim=16, critic_hidden_dim=16, actor_num_blocks=1, critic_num_blocks=1, num_bins=21,
+    device="cpu",
+)
+
+
+def make_flashsac(env, **overrides) -> FlashSAC:
+    return FlashSAC(env, FlashSACConfig(**{**SMALL, "num_envs": env.num_envs, **overrides}))
+
+
+def test_defaults_are_the_papers_and_ranges_are_checked():
+    cfg = FlashSACConfig()
+    assert (cfg.batch_size, cfg.num_updates, cfg.actor_update_period, cfg.tau) == (2048, 2, 2, 0.01)
+    assert (cfg.num_bins, cfg.v_min, cfg.v_max, cfg.normalized_g_max) == (101, -5.0, 5.0, 5.0)
+    assert (cfg.lr, cfg.lr_end, cfg.init_temperature, cfg.target_sigma) == (3e-4, 1.5e-4, 0.01, 0.15)
+    assert (cfg.zeta_exponent, cfg.zeta_max, cfg.actor_hidden_dim, cfg.critic_hidden_dim) == (2.0, 16, 128, 256)
+    for field, value in [("num_bins", 1), ("v_min", 5.0), ("tau", 0.0), ("gamma", 1.5), ("mixed_precision", "yes"),
+                         ("compile_mode", "fast"), ("zeta_max", 0), ("lr_end", 0.0)]:
+        with pytest.raises(ValueError, match=f"FlashSACConfig.{field}"):
+            FlashSACConfig(**{field: value})
+
+
+def test_compile_mode_auto_follows_the_torch_version():
+    assert resolve_compile_mode("auto", "2.8.1+cu126") == "reduce-overhead"
+    assert resolve_compile_mode("auto", "2.9.0") == "max-autotune"
+    assert resolve_compile_mode("default", "2.13.0") == "default"
+
+
+def test_registered_as_flashsac():
+    spec = get_algorithm("flashsac").item
+    assert spec.config_cls is FlashSACConfig
+    assert spec.make_runner is OffPolicyRunner
+
+
+def test_acting_shapes_dtypes_and_bounds(make_env):
+    env = make_env(num_envs=8)
+    agent = make_flashsac(env)
+    assert agent.compile_backend == "eager" and agent.autocast_dtype is None  # CPU: no compile, no autocast
+    obs = env.reset()
+    for actions in (agent.act(obs["actor"]), agent.act(obs["actor"], deterministic=True), agent.random_actions(8)):
+        assert actions.shape == (8, 1) and actions.dtype == torch.float32 and actions.device == env.device
+        assert (actions >= -1.0).all() and (actions <= 2.0).all()
+    policy = agent.inference_policy().eval()
+    torch.testing.assert_close(policy(obs["actor"]), agent.act(obs["actor"], deterministic=True))
+    # The entropy target is in the env's units: box [-1, 2] has half-width 1.5.
+    assert agent.target_entropy == pytest.approx(0.5 * math.log(2 * math.pi * math.e * 0.15**2) + math.log(1.5))
+
+
+def test_update_metrics_projection_and_target_ema(make_env):
+    env = make_env(num_envs=8)
+    agent = make_flashsac(env, learning_starts=2)
+    OffPolicyRunner(env, agent).learn(1)  # 8 transitions stored, fewer than learning_starts * 8 = 16: no update
+    assert agent.num_critic_updates == 0
+    target_before = [p.clone() for p in agent.critic_target.parameters()]
+    OffPolicyRunner(env, agent).learn(1)
+    assert agent.num_critic_updates == 2
+    metrics = agent.update()
+    for key in ("Loss/critic", "Critic/mean_q", "Critic/target_q", "Policy/reward_scale", "Policy/learning_rate",
+                "Loss/actor", "Loss/alpha", "Policy/entropy", "Policy/alpha"):
+        assert key in metrics and math.isfinite(metrics[key]), key
+    assert metrics["Loss/critic"] <= math.log(21) + 1.0
+    for m in list(agent.actor.modules()) + list(agent.critic.modules()):
+        if isinstance(m, UnitLinear):
+            torch.testing.assert_close(m.weight.norm(dim=-1), torch.ones(m.weight.shape[:-1]))
+    moved = [not torch.equal(a, b) for a, b in zip(target_before, agent.critic_target.parameters())]
+    assert any(moved)
+
+
+def test_actor_is_updated_every_second_critic_update(make_env, monkeypatch):
+    env = make_env(num_envs=8)
+    agent = make_flashsac(env, num_updates=3, actor_update_period=2, learning_starts=0)
+    calls = []
+    real = agent._actor_objective_fn
+    monkeypatch.setattr(agent, "_actor_objective_fn", lambda *a: calls.append(agent.num_critic_updates) or real(*a))
+    OffPolicyRunner(env, agent).learn(2)  # 6 critic updates
+    assert calls == [0, 2, 4]
+
+
+def test_learning_rate_follows_the_cosine_over_the_run(make_env):
+    env = make_env(num_envs=8)
+    agent = make_flashsac(env, max_iterations=6, learning_starts=2, num_updates=2, lr=1e-3, lr_end=1e-4)
+    assert agent.total_updates == 5 * 2  # updates in iterations 1..5
+    lrs = []
+    OffPolicyRunner(env, agent, log_fn=lambda it, m: lrs.append(m.get("Policy/learning_rate"))).learn(6)
+    assert lrs[0] is None and lrs[1] == pytest.approx(1e-4 + 0.5 * 9e-4 * (1 + math.cos(math.pi * 1 / 10)))  # after update 1 of 10
+    assert agent.num_critic_updates == 10
+    assert all(a > b for a, b in zip(lrs[1:], lrs[2:]))
+
+
+def test_state_dict_round_trip(make_env, tmp_path):
+    env = make_env(num_envs=8)
+    agent = make_flashsac(env)
+    OffPolicyRunner(env, agent).learn(4)
+    torch.save(agent.state_dict(), tmp_path / "ckpt.pt")
+    other = make_flashsac(make_env(num_envs=2))  # play builds the learner with another env count
+    other.load_state_dict(torch.load(tmp_path / "ckpt.pt", weights_only=True))
+    assert other.iteration == 4 and other.num_critic_updates == agent.num_critic_updates
+    obs = torch.randn(5, 1)
+    torch.testing.assert_close(other.act(obs, deterministic=True), agent.act(obs, deterministic=True))
+    torch.testing.assert_close(other.reward_scaler.scale(), agent.reward_scaler.scale())
+    assert other.alpha == pytest.approx(agent.alpha)
+
+
+def test_truncation_ends_the_running_return(make_env):
+    env = make_env(num_envs=4, max_episode_length=3)
+    env.REACH = -1.0  # never terminates: episodes end by time-out only
+    agent = make_flashsac(env, learning_starts=100)
+    OffPolicyRunner(env, agent).learn(3)
+    # Time-out at step 3 restarts G there (G = r_3); without truncation G would sum 3 steps.
+    rewards = agent.replay.rewards[:12].view(3, 4)
+    torch.testing.assert_close(agent.reward_scaler.returns, rewards[2])
+    assert not agent.replay.terminated[:12].any()
+
+
+def test_flashsac_learns_the_point_task(make_env, evaluate):
+    """A few thousand env steps take the policy more than halfway from its initial return to a
+    hand-written controller's (about 10-20 s on one loaded core)."""
+    torch.manual_seed(0)
+    env = make_env(num_envs=32, seed=0)
+    agent = FlashSAC(env, FlashSACConfig(
+        num_envs=32, max_iterations=150, learning_starts=5, buffer_size_per_env=400, batch_size=128, num_updates=4,
+        actor_hidden_dim=64, critic_hidden_dim=64, actor_num_blocks=1, critic_num_blocks=1, expansion=2,
+        gamma=0.9, lr=1e-3, lr_end=1e-3, device="cpu",
+    ))  # fmt: skip
+    def policy(e, obs):
+        return agent.act(obs["actor"], deterministic=True)
+    def uniform(e, obs):
+        return agent.random_actions(e.num_envs)
+    initial, random, best = evaluate(policy), evaluate(uniform), evaluate(lambda e, obs: e.oracle_actions())
+    summary = OffPolicyRunner(env, agent).learn(150)  # 4800 env steps, 584 critic updates
+    trained = evaluate(policy)
+    assert summary.env_steps == 4800
+    assert trained > max(initial, random) + 0.5 * (best - max(initial, random)), (initial, random, trained, best)
+
+
+def test_config_is_copied(make_env):
+    cfg = FlashSACConfig(**SMALL)
+    agent = FlashSAC(make_env(num_envs=8), cfg)
+    agent.cfg.lr = 1.0
+    assert cfg.lr == 3e-4 and dataclasses.asdict(cfg) == dataclasses.asdict(FlashSACConfig(**SMALL))

@@ -1,0 +1,201 @@
+"""FlashSAC update math and helpers: the categorical projection against a naive loop, reward
+scaling, the entropy target, held exploration noise, the weight projection and the lr schedule."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from unilab_rl.algorithms.flashsac import update as fu
+from unilab_rl.algorithms.flashsac.exploration import HeldNoise, RewardScaler, truncated_zeta_pmf
+from unilab_rl.algorithms.flashsac.networks import (
+    CategoricalCritic,
+    FlashActor,
+    UnitBatchNorm,
+    UnitLinear,
+    UnitRMSNorm,
+    normalize_parameters,
+)
+
+
+def naive_projection(probs, rewards, terminated, entropy_term, gamma, support):
+    """C51's projection written atom by atom (Bellemare et al. 2017, algorithm 1)."""
+    batch, k = probs.shape
+    v_min, v_max = float(support[0]), float(support[-1])
+    dz = (v_max - v_min) / (k - 1)
+    out = torch.zeros(batch, k, dtype=torch.float64)
+    for i in range(batch):
+        for j in range(k):
+            z = float(rewards[i]) + gamma * (0.0 if terminated[i] else 1.0) * (float(support[j]) - float(entropy_term[i]))
+            z = min(max(z, v_min), v_max)
+            b = (z - v_min) / dz
+            lo = math.floor(b)
+            frac = b - lo
+            out[i, lo] += float(probs[i, j]) * (1 - frac)
+            if frac > 0:
+                out[i, lo + 1] += float(probs[i, j]) * frac
+    return out
+
+
+def test_projection_by_hand_on_three_atoms():
+    # Support {-1, 0, 1}, all mass on atom 0 (z = 0), r = 0.25, gamma = 0.5, no entropy term:
+    # z' = 0.25 + 0.5 * 0 = 0.25 -> b = 1.25: 0.75 to atom 1 (z = 0), 0.25 to atom 2 (z = 1).
+    support = torch.tensor([-1.0, 0.0, 1.0])
+    probs = torch.tensor([[0.0, 1.0, 0.0]])
+    target = fu.categorical_td_target(probs, torch.tensor([0.25]), torch.tensor([False]), torch.zeros(1), 0.5, support)
+    torch.testing.assert_close(target, torch.tensor([[0.0, 0.75, 0.25]]))
+    # Terminated: z' = r for every atom, so all mass lands around r = 0.25 whatever the next distribution.
+    probs = torch.tensor([[0.2, 0.3, 0.5]])
+    target = fu.categorical_td_target(probs, torch.tensor([0.25]), torch.tensor([True]), torch.zeros(1), 0.5, support)
+    torch.testing.assert_close(target, torch.tensor([[0.0, 0.75, 0.25]]))
+
+
+def test_projection_conserves_mass_and_matches_a_naive_loop():
+    gen = torch.Generator().manual_seed(0)
+    support = torch.linspace(-5, 5, 11)
+    probs = torch.softmax(torch.randn(6, 11, generator=gen) * 2, dim=-1)
+    rewards = torch.tensor([0.0, 0.3, -1.7, 4.9, -6.0, 0.05])  # includes values pushing atoms off the support
+    terminated = torch.tensor([False, False, True, False, False, True])
+    entropy_term = torch.tensor([0.0, 0.1, 0.2, -0.4, 0.0, 0.3])
+    target = fu.categorical_td_target(probs, rewards, terminated, entropy_term, 0.97, support)
+    assert target.shape == (6, 11) and target.dtype == torch.float32
+    assert (target >= 0).all()
+    torch.testing.assert_close(target.sum(-1), torch.ones(6))
+    want = naive_projection(probs, rewards, terminated, entropy_term, 0.97, support)
+    torch.testing.assert_close(target.double(), want, atol=1e-6, rtol=0)
+
+
+def test_min_q_distribution_is_chosen_per_row():
+    log_probs = torch.log_softmax(torch.randn(2, 4, 5), dim=-1)
+    q = torch.tensor([[0.0, 1.0, -1.0, 2.0], [0.5, 0.5, 0.0, 1.0]])
+    chosen = fu.select_min_q_distribution(q, log_probs)
+    for row, critic in enumerate([0, 1, 0, 1]):
+        torch.testing.assert_close(chosen[row], log_probs[critic, row])
+
+
+def test_unified_entropy_target_matches_the_paper_for_29_unit_dofs():
+    # algorithms.md 1.2: -13.87 nats for 29 DoF at sigma 0.15 (unit action range).
+    assert fu.unified_target_entropy(29, 0.15, torch.ones(29)) == pytest.approx(-13.87, abs=0.01)
+    # A box of half-width 2 in each of 3 dimensions adds 3 log 2.
+    assert fu.unified_target_entropy(3, 0.15, torch.full((3,), 2.0)) == pytest.approx(
+        fu.unified_target_entropy(3, 0.15, torch.ones(3)) + 3 * math.log(2.0)
+    )
+
+
+def test_reward_scaler_tracks_discounted_returns_and_bounds_them():
+    scaler = RewardScaler(gamma=0.5, normalized_g_max=5.0)
+    # Two envs, env 0 done at step 2. G <- gamma (1 - done) G + r with the step's own done (as the
+    # official code and gymnasium's NormalizeReward): step 1: [1, 2]; step 2: [0 + 1, 0.5 * 2 + 2]
+    # = [1, 3]; step 3: [0.5 * 1 + 1, 0.5 * 3 + 2] = [1.5, 3.5].
+    for done in ([False, False], [True, False], [False, False]):
+        scaler.update(torch.tensor([1.0, 2.0]), torch.tensor(done))
+    torch.testing.assert_close(scaler.returns, torch.tensor([1.5, 3.5]))
+    assert float(scaler.return_abs_max) == 3.5
+    seen = torch.tensor([1.0, 2.0, 1.0, 3.0, 1.5, 3.5])
+    torch.testing.assert_close(scaler.return_stats.var, seen.var(unbiased=False).reshape(1))
+    # The divisor is the return std here (std 0.96 > 3.5 / 5 = 0.7).
+    scale = math.sqrt(float(seen.var(unbiased=False)))
+    torch.testing.assert_close(scaler(torch.tensor([1.0, -2.0])), torch.tensor([1.0, -2.0]) / scale)
+
+    # Large constant returns (zero variance, gamma 0 so G = r = 10): max|G| / G_max = 2 wins, and the
+    # scaled return 10 / 2 is exactly the support's edge.
+    big = RewardScaler(gamma=0.0, normalized_g_max=5.0)
+    for _ in range(5):
+        big.update(torch.full((4,), 10.0), torch.zeros(4, dtype=torch.bool))
+    assert float(big.scale()) == pytest.approx(2.0)
+    assert float(big.returns.max() / big.scale()) == pytest.approx(5.0)
+    state = big.state_dict()
+    assert set(state) == {"return_abs_max", "return_stats.mean", "return_stats.var", "return_stats.count"}
+
+
+def test_held_noise_is_held_for_the_sampled_number_of_steps():
+    torch.manual_seed(0)
+    noise = HeldNoise(3, exponent=2.0, max_k=16, generator=torch.Generator().manual_seed(1))
+    lengths, calls = [], 0
+    while len(lengths) < 200:
+        first = noise(4).clone()
+        k = noise.repeat
+        for _ in range(k - 1):  # the same noise for the rest of the k steps
+            assert torch.equal(noise(4), first)
+        calls += k
+        lengths.append(k)
+    assert all(1 <= k <= 16 for k in lengths)
+    # Fresh noise after k steps (a repeat of the same values would be a bug).
+    assert not torch.equal(noise(4), first)
+    # The empirical law is the truncated Zeta(2): P(1) = 1 / sum_{k<=16} k^-2 = 0.631.
+    pmf = truncated_zeta_pmf(2.0, 16)
+    assert float(pmf[0]) == pytest.approx(1 / sum(k**-2 for k in range(1, 17)))
+    assert abs(sum(k == 1 for k in lengths) / len(lengths) - float(pmf[0])) < 0.1
+    off = HeldNoise(3, enabled=False)
+    a, b = off(4).clone(), off(4).clone()
+    assert not torch.equal(a, b)
+
+
+def test_weight_projection_keeps_unit_norms_after_an_optimizer_step():
+    critic = CategoricalCritic(5, 2, hidden_dim=8, num_blocks=1, num_bins=11)
+    optimizer = torch.optim.Adam(critic.parameters(), lr=0.1)
+    q, log_probs = critic(torch.randn(16, 5), torch.randn(16, 2), training=True)
+    (q.sum() + log_probs.mean()).backward()
+    optimizer.step()
+    linears = [m for m in critic.modules() if isinstance(m, UnitLinear)]
+    assert any((m.weight.norm(dim=-1) - 1).abs().max() > 1e-3 for m in linears)  # the step left the sphere
+    normalize_parameters(critic)
+    for m in linears:
+        torch.testing.assert_close(m.weight.norm(dim=-1), torch.ones(m.weight.shape[:-1]))
+    for m in critic.modules():
+        if isinstance(m, UnitBatchNorm):
+            d = m.weight.shape[-1]
+            torch.testing.assert_close(torch.cat([m.weight, m.bias], -1).norm(dim=-1), torch.full(m.weight.shape[:-1], d**0.5))
+        if isinstance(m, UnitRMSNorm):
+            d = m.weight.shape[-1]
+            torch.testing.assert_close(m.weight.norm(dim=-1), torch.full(m.weight.shape[:-1], d**0.5))
+
+
+def test_network_shapes_and_dtypes():
+    low, high = torch.tensor([-1.0, 0.0, -2.0]), torch.tensor([1.0, 2.0, 2.0])
+    actor = FlashActor(7, low, high, hidden_dim=16, num_blocks=2)
+    obs = torch.randn(10, 7)
+    mean, log_std = actor(obs, training=True)
+    assert mean.shape == log_std.shape == (10, 3) and mean.dtype == torch.float32
+    assert (log_std >= -10).all() and (log_std <= 2).all()
+    action, log_prob = actor.sample(obs, training=False)
+    assert action.shape == (10, 3) and log_prob.shape == (10,)
+    assert (action >= low).all() and (action <= high).all()
+    assert actor.deterministic_action(obs).shape == (10, 3)
+    critic = CategoricalCritic(9, 3, hidden_dim=16, num_blocks=2, num_bins=101)
+    q, log_probs = critic(torch.randn(10, 9), action, training=False)
+    assert q.shape == (2, 10) and log_probs.shape == (2, 10, 101) and q.dtype == torch.float32
+    torch.testing.assert_close(log_probs.exp().sum(-1), torch.ones(2, 10))
+    assert (q.abs() <= 5).all()
+    # Training mode updates the running statistics; evaluation mode does not.
+    before = actor.trunk.input_norm.running_mean.clone()
+    actor(obs, training=False)
+    assert torch.equal(actor.trunk.input_norm.running_mean, before)
+    actor(obs + 3.0, training=True)
+    assert not torch.equal(actor.trunk.input_norm.running_mean, before)
+
+
+def test_ensemble_batch_norm_matches_torch_per_member():
+    bn = UnitBatchNorm(4, ensemble=2, momentum=0.1)
+    with torch.no_grad():
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-1, 1)
+    x = torch.randn(2, 32, 4) * 3 + 1
+    y = bn(x, training=True)
+    for e in range(2):
+        ref = torch.nn.BatchNorm1d(4, momentum=0.1)
+        with torch.no_grad():
+            ref.weight.copy_(bn.weight[e])
+            ref.bias.copy_(bn.bias[e])
+        torch.testing.assert_close(y[e], ref(x[e]), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(bn.running_mean[e], ref.running_mean)
+        torch.testing.assert_close(bn.running_var[e], ref.running_var)
+
+
+def test_cosine_learning_rate():
+    assert fu.cosine_learning_rate(0, 100, 3e-4, 1.5e-4) == pytest.approx(3e-4)
+    assert fu.cosine_learning_rate(50, 100, 3e-4, 1.5e-4) == pytest.approx(2.25e-4)
+    assert fu.cosine_learning_rate(100, 100, 3e-4, 1.5e-4) == pytest.approx(1.5e-4)
+    assert fu.cosine_learning_rate(500, 100, 3e-4, 1.5e-4) == pytest.approx(1.5e-4)
