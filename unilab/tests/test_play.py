@@ -120,9 +120,13 @@ def add_checkpoint(run: Path, iteration: int) -> str:
 
 
 def test_an_earlier_checkpoint_is_recorded_beside_the_final_play(run_dir, no_gl):
+    from unilab.deploy.loading import update_summary
+
+    update_summary(run_dir, video="videos/play_2.mp4")
     final = play(str(run_dir), num_envs=1, steps=4, record_video=False)
     assert final.final and summary(run_dir)["play"]["checkpoint"] == "model_last.pt"
     before = summary(run_dir)
+    assert before["video"] == "videos/play_2.mp4", "a play without a video must leave the run's video"
     name = add_checkpoint(run_dir, 1)
     try:
         result = play(str(run_dir), checkpoint=name, num_envs=1, steps=6)

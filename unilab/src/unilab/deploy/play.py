@@ -188,8 +188,9 @@ def play(
         except VideoError as exc:
             result.video_error = str(exc)
     entry = result.summary()
-    record_result(loaded.run_dir, loaded, "play", entry,
-                  video=entry["video"]["path"] if entry["video"] else None)
+    # The summary's `video` is the run's video: a play without one (--no-video) leaves it alone.
+    final_fields = {"video": entry["video"]["path"] if entry["video"] else None} if record_video else {}
+    record_result(loaded.run_dir, loaded, "play", entry, **final_fields)
     return result
 
 
