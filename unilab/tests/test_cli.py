@@ -38,8 +38,13 @@ BASE = ["train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco"]
         ([*BASE, "algo.num_envs=-3"], ["algo:", "num_envs", "-3"]),
         ([*BASE, "algo.device=cuda"], ["algo.device", "training.device"]),
         ([*BASE, "training.log_dir=/proc/nope"], ["training.log_dir", "cannot be created"]),
+        ([*BASE, "algo.buffer_size_per_env=8", "algo.learning_starts=10"],
+         ["algo.buffer_size_per_env=8", "algo.learning_starts=10", "never update"]),
+        ([*BASE, "env.commands.lin_vel_x=[1.0,-0.5]"],
+         ["invalid value for env.commands.lin_vel_x", "[1.0, -0.5]", "min <= max"]),
     ],
-    ids=["task", "algo", "backend", "key", "type", "preset", "range", "device", "log_dir"],
+    ids=["task", "algo", "backend", "key", "type", "preset", "range", "device", "log_dir", "buffer",
+         "command-range"],
 )
 def test_bad_input_is_one_clear_line(tmp_path, args, expected):
     result = run_cli(*args, cwd=tmp_path)

@@ -123,6 +123,27 @@ def test_run_summary_records_the_check(run_dir, exported):
     s = json.loads((run_dir / "run_summary.json").read_text())
     assert s["onnx_max_abs_diff"] == exported.max_abs_diff
     assert s["onnx"]["path"] == "policy.onnx" and s["onnx"]["verified"] is True
+    assert s["onnx"]["checkpoint"] == "model_last.pt" and s["onnx"]["iteration"] == 2
+
+
+def test_an_earlier_checkpoint_exports_beside_the_final_policy(run_dir, exported):
+    final_bytes = (run_dir / "policy.onnx").read_bytes()
+    before = json.loads((run_dir / "run_summary.json").read_text())
+    payload = torch.load(run_dir / "model_last.pt", weights_only=True)
+    payload["iteration"] = 1
+    torch.save(payload, run_dir / "model_1.pt")
+    try:
+        result = export(str(run_dir), checkpoint="model_1.pt", num_envs=1, record_steps=4, num_random=64)
+    finally:
+        (run_dir / "model_1.pt").unlink()
+    assert result.path == run_dir / "policy_1.onnx" and result.verified and not result.final
+    assert (run_dir / "policy.onnx").read_bytes() == final_bytes, "the final policy.onnx was overwritten"
+    assert read_metadata(result.path)["source"]["iteration"] == 1
+    s = json.loads((run_dir / "run_summary.json").read_text())
+    assert s["onnx"] == before["onnx"] and s["onnx_max_abs_diff"] == before["onnx_max_abs_diff"]
+    entry = s["onnx_checkpoints"]["1"]
+    assert entry["path"] == "policy_1.onnx" and entry["checkpoint"] == "model_1.pt"
+    assert entry["iteration"] == 1 and entry["max_abs_diff"] == result.max_abs_diff
 
 
 def test_export_command_prints_the_difference(run_dir, tmp_path):

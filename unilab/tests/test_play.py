@@ -110,6 +110,41 @@ def test_after_training_records_failures_instead_of_raising(tmp_path):
     assert (fake / "model_last.pt").read_bytes() == b"kept"
 
 
+def add_checkpoint(run: Path, iteration: int) -> str:
+    """A numbered checkpoint older than the run's last (a copy of it, relabelled)."""
+    payload = torch.load(run / "model_last.pt", weights_only=True)
+    payload["iteration"] = iteration
+    name = f"model_{iteration}.pt"
+    torch.save(payload, run / name)
+    return name
+
+
+def test_an_earlier_checkpoint_is_recorded_beside_the_final_play(run_dir, no_gl):
+    from unilab.deploy.loading import update_summary
+
+    update_summary(run_dir, video="videos/play_2.mp4")
+    final = play(str(run_dir), num_envs=1, steps=4, record_video=False)
+    assert final.final and summary(run_dir)["play"]["checkpoint"] == "model_last.pt"
+    before = summary(run_dir)
+    assert before["video"] == "videos/play_2.mp4", "a play without a video must leave the run's video"
+    name = add_checkpoint(run_dir, 1)
+    try:
+        result = play(str(run_dir), checkpoint=name, num_envs=1, steps=6)
+    finally:
+        (run_dir / name).unlink()
+    assert not result.final and result.iteration == 1
+    s = summary(run_dir)
+    assert s["play"] == before["play"] and s["video"] == before["video"], "the final play was clobbered"
+    entry = s["play_checkpoints"]["1"]
+    assert entry["checkpoint"] == name and entry["iteration"] == 1 and entry["steps"] == 6
+    assert "no offscreen OpenGL" in entry["error"]
+    # The numbered checkpoint the finished run recorded as its last counts as final.
+    from unilab.deploy.loading import is_final_checkpoint
+
+    assert is_final_checkpoint(run_dir, run_dir / s["checkpoint"])
+    assert not is_final_checkpoint(run_dir, run_dir / "model_1.pt")
+
+
 def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, UNILAB_STRICT_PLUGINS="1")
     return subprocess.run([UNILAB, *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
@@ -122,8 +157,15 @@ def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
         (["play", "{run}", "--checkpoint", "model_999.pt"], "no checkpoint 'model_999.pt' in"),
         (["export", "latest", "--log-dir", "{missing}"], "no runs under"),
         (["export", "{run}", "--checkpoint", "model_999.pt"], "(checkpoints: model_last.pt, model_2.pt)"),
+        (["play", "{run}", "--num-envs", "0"], "--num-envs must be an integer >= 1, got 0"),
+        (["play", "{run}", "--width", "321"], "video width must be an even number >= 16 (H.264), got 321"),
+        (["play", "{run}", "env.commands.lin_vel_x=[1.0,-0.5]"],
+         "invalid value for env.commands.lin_vel_x: [1.0, -0.5]"),
+        (["play", "{run}", "env.comands.lin_vel_x=[1,1]"], "did you mean 'env.commands.lin_vel_x'"),
+        (["export", "{run}", "--atol", "-1"], "--atol must be a number >= 0, got -1"),
     ],
-    ids=["play-run", "play-checkpoint", "export-latest", "export-checkpoint"],
+    ids=["play-run", "play-checkpoint", "export-latest", "export-checkpoint", "play-num-envs",
+         "play-width", "play-override-value", "play-override-key", "export-atol"],
 )
 def test_missing_run_or_checkpoint_is_one_line_exit_2(run_dir, tmp_path, args, expected):
     subst = {"missing": str(tmp_path / "nope"), "run": str(run_dir)}

@@ -60,6 +60,34 @@ def test_short_training_run_writes_a_complete_run_directory(tmp_path):
     ckpt = torch.load(run / "model_last.pt", weights_only=False)
     assert ckpt["iteration"] == 6
     assert list(run.glob("events.out.tfevents.*"))
+    # stdout is a pipe here: plain progress lines, the first and the last iteration at least.
+    lines = [ln for ln in result.stdout.splitlines() if ln.startswith("train ")]
+    assert lines[0].startswith("train 1/6 (16%): ") and lines[-1].startswith("train 6/6 (100%): ")
+    assert "env steps/s, mean reward " in lines[-1] and "mean episode length " in lines[-1]
+
+
+def test_progress_lines_when_stdout_is_not_a_terminal():
+    import io
+
+    from unilab.train import _LineProgress, _progress
+
+    assert _progress(False, 10) is None
+    assert isinstance(_progress(None, 10), _LineProgress)  # pytest captures stdout: not a tty
+    out = io.StringIO()
+    progress = _LineProgress(total=50, num_envs=4, every_s=3600.0, stream=out)
+    for i in range(1, 51):
+        stats = {"final_mean_reward": 0.5 * i, "mean_episode_length": 10.0} if i > 20 else {}
+        progress.update(i, {}, stats)
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2  # the first iteration, then nothing for an hour, then the last
+    assert lines[0].startswith("train 1/50 (2%): ") and "mean reward -, mean episode length -" in lines[0]
+    assert lines[1].startswith("train 50/50 (100%): ")
+    assert "mean reward 25.000, mean episode length 10.0" in lines[1]
+    out = io.StringIO()
+    progress = _LineProgress(total=50, num_envs=4, every_s=0.0, stream=out)
+    for i in range(1, 6):
+        progress.update(i, {}, {})
+    assert len(out.getvalue().splitlines()) == 5  # every update once the interval has passed
 
 
 @pytest.mark.parametrize("sig, status, code", [(signal.SIGINT, "interrupted", 130),

@@ -57,7 +57,11 @@ class TrainingConfig(BaseModel):
         5, ge=1, description="numbered checkpoints kept (the oldest are deleted); model_last.pt always"
     )
     log_interval: int = Field(10, ge=1, description="iterations between metric writes")
-    progress: bool | None = Field(None, description="progress bar; default: on in a terminal")
+    progress: bool | None = Field(
+        None,
+        description="true: progress bar; false: none; unset: a bar in a terminal, else a plain "
+        "line (iteration, env steps/s, mean reward, mean episode length) every 10 s",
+    )
 
 
 # ============================================================================ dataclass -> model

@@ -107,6 +107,20 @@ def _algo_config(algo_reg, cfg) -> Any:
         raise UserError(f"algo: {exc}") from None
 
 
+def _check_schedule(algo_cfg: Any) -> None:
+    """Refuse a run that could never update: the runner starts updating once the replay buffer
+    holds ``learning_starts`` transitions per env, which a buffer of ``buffer_size_per_env`` per
+    env smaller than that never does (the algorithm itself allows it, for collection-only use)."""
+    size = getattr(algo_cfg, "buffer_size_per_env", None)
+    starts = getattr(algo_cfg, "learning_starts", None)
+    if isinstance(size, int) and isinstance(starts, int) and size < starts:
+        raise UserError(
+            f"algo.buffer_size_per_env={size} is smaller than algo.learning_starts={starts}: updates "
+            f"start once the buffer holds learning_starts transitions per env, so this run would "
+            f"never update; set algo.buffer_size_per_env>={starts} or algo.learning_starts<={size}"
+        )
+
+
 def _check_log_dir(log_dir: str) -> None:
     """Make sure run directories can be created under ``log_dir`` before anything is built."""
     try:
@@ -133,6 +147,7 @@ def train(
     """
     algo_reg, task_reg, backend_reg, cfg = prepare(algo, task, sim, overrides or [], preset)
     algo_cfg = _algo_config(algo_reg, cfg)
+    _check_schedule(algo_cfg)
     _check_log_dir(cfg.training.log_dir)
     seed_everything(cfg.training.seed)
     try:
@@ -232,7 +247,7 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             old.unlink(missing_ok=True)
         return path
 
-    progress = _progress(cfg.training.progress, max_iterations)
+    progress = _progress(cfg.training.progress, max_iterations, env.num_envs)
     stats: dict[str, Any] = {
         "iterations": 0,
         "env_steps": 0,
@@ -280,7 +295,7 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
                 writer.add_scalar(key, value, iteration)
             pending.clear()
         if progress is not None:
-            progress.update(iteration, metrics)
+            progress.update(iteration, metrics, stats)
         if iteration % cfg.training.checkpoint_interval == 0 and iteration < max_iterations:
             save_checkpoint(iteration)
             summary.update(checkpoint=state["checkpoint"], **stats)
@@ -349,7 +364,7 @@ class _Progress:
         self._task = self._p.add_task("train", total=total, info="")
         self._p.start()
 
-    def update(self, iteration: int, metrics: dict[str, float]) -> None:
+    def update(self, iteration: int, metrics: dict[str, float], stats: dict[str, Any] | None = None) -> None:
         info = "reward {:.2f}  ep len {:.0f}  {:.0f} steps/s".format(
             metrics.get("Train/mean_reward", float("nan")),
             metrics.get("Train/mean_episode_length", float("nan")),
@@ -361,6 +376,44 @@ class _Progress:
         self._p.stop()
 
 
-def _progress(flag: bool | None, total: int) -> _Progress | None:
-    show = sys.stdout.isatty() if flag is None else flag
-    return _Progress(total) if show else None
+class _LineProgress:
+    """Plain progress lines on stdout for logs (``unilab train ... > log.txt``): one after the
+    first iteration, then one whenever ``every_s`` seconds have passed, and one at the end.
+
+    A line: ``train 120/1000 (12%): 2048 env steps/s, mean reward 1.234, mean episode length
+    245.0, 60 s elapsed``. Env steps/s is measured since the previous line; the reward and
+    episode length are the latest the learner reported (``-`` before the first episode ended).
+    """
+
+    def __init__(self, total: int, num_envs: int, every_s: float = 10.0, stream=None) -> None:
+        self._total, self._num_envs, self._every_s = total, num_envs, every_s
+        self._stream = stream
+        self._t0 = self._last_t = time.monotonic()
+        self._last_iteration = 0
+
+    def update(self, iteration: int, metrics: dict[str, float], stats: dict[str, Any] | None = None) -> None:
+        now = time.monotonic()
+        if not (iteration == 1 or iteration >= self._total or now - self._last_t >= self._every_s):
+            return
+        stats = stats or {}
+        rate = (iteration - self._last_iteration) * self._num_envs / max(now - self._last_t, 1e-9)
+        reward, length = stats.get("final_mean_reward"), stats.get("mean_episode_length")
+        line = (
+            f"train {iteration}/{self._total} ({100 * iteration // max(self._total, 1)}%): "
+            f"{rate:.0f} env steps/s, mean reward {'-' if reward is None else f'{reward:.3f}'}, "
+            f"mean episode length {'-' if length is None else f'{length:.1f}'}, "
+            f"{now - self._t0:.0f} s elapsed"
+        )
+        print(line, file=self._stream or sys.stdout, flush=True)
+        self._last_t, self._last_iteration = now, iteration
+
+    def close(self) -> None:
+        pass
+
+
+def _progress(flag: bool | None, total: int, num_envs: int = 1) -> _Progress | _LineProgress | None:
+    """``training.progress``: true, a progress bar; false, nothing; unset, a bar in a terminal and
+    plain lines (:class:`_LineProgress`) when stdout is a file or a pipe."""
+    if flag is None:
+        return _Progress(total) if sys.stdout.isatty() else _LineProgress(total, num_envs)
+    return _Progress(total) if flag else None

@@ -45,10 +45,11 @@ from unilab.deploy.loading import (
     load_run,
     make_env,
     make_policy,
+    record_result,
     relative_to_run,
     rollout,
-    update_summary,
 )
+from unilab.train import UserError
 
 METADATA_SCHEMA = 1
 OPSET = 17
@@ -72,6 +73,10 @@ class ExportResult:
         samples_random, samples_recorded: observations checked per set.
         atol: the tolerance; ``verified`` is ``max_abs_diff <= atol``.
         metadata: the metadata written (parsed form).
+        checkpoint: the checkpoint exported (relative to the run when inside it).
+        iteration: its training iteration.
+        final: it is the run's last checkpoint (recorded as the summary's ``onnx``; others under
+            ``onnx_checkpoints``).
     """
 
     path: Path
@@ -84,6 +89,9 @@ class ExportResult:
     samples_recorded: int
     atol: float
     metadata: dict[str, Any] = field(repr=False)
+    checkpoint: str = ""
+    iteration: int = 0
+    final: bool = True
 
     @property
     def verified(self) -> bool:
@@ -93,6 +101,8 @@ class ExportResult:
         """The JSON-able ``onnx`` entry of ``run_summary.json`` (docs/play_export.md)."""
         return {
             "path": relative_to_run(self.path, self.run_dir),
+            "checkpoint": self.checkpoint,
+            "iteration": self.iteration,
             "opset": OPSET,
             "checker": self.checker,
             "max_abs_diff": self.max_abs_diff,
@@ -109,7 +119,8 @@ class ExportResult:
         rec = "" if self.max_abs_diff_recorded is None else (
             f", {self.samples_recorded} recorded {self.max_abs_diff_recorded:.3g}")
         return [
-            f"onnx: {self.path} (opset {OPSET}, onnx.checker {self.checker})",
+            f"onnx: {self.path} (opset {OPSET}, onnx.checker {self.checker}) from {self.checkpoint} "
+            f"(iteration {self.iteration})",
             f"max |onnx - torch| = {self.max_abs_diff:.3g} ({self.samples_random} random "
             f"{self.max_abs_diff_random:.3g}{rec}); atol {self.atol:g}: "
             f"{'ok' if self.verified else 'FAILED'}",
@@ -344,7 +355,8 @@ def export(
     Args:
         run: run directory or ``latest``.
         checkpoint: checkpoint in the run (default ``model_last.pt``).
-        output: ONNX path (default ``<run>/policy.onnx``).
+        output: ONNX path (default ``<run>/policy.onnx`` for the run's last checkpoint,
+            ``<run>/policy_<iteration>.onnx`` for any other).
         log_dir: where ``latest`` looks.
         recorded_obs: (N, obs_dim) observations to check on; ``None`` records them with a rollout
             of ``record_steps`` steps of ``num_envs`` worlds under the play settings.
@@ -354,12 +366,16 @@ def export(
 
     Returns:
         The :class:`ExportResult` (``verified`` False when the difference exceeds ``atol``; the
-        file is written either way).
+        file is written either way). The check is recorded in ``run_summary.json``: as ``onnx``
+        and ``onnx_max_abs_diff`` for the run's last checkpoint, under
+        ``onnx_checkpoints[<iteration>]`` for any other.
 
     Raises:
-        UserError: no such run or checkpoint.
+        UserError: no such run or checkpoint, ``atol`` not a number >= 0.
         ExportError: the export or the checker failed, or onnx/onnxruntime are missing.
     """
+    if not atol >= 0:  # also NaN
+        raise UserError(f"--atol must be a number >= 0, got {atol}")
     loaded = load_run(run, checkpoint, log_dir=log_dir)
     env = make_env(loaded, num_envs)
     try:
@@ -370,7 +386,8 @@ def export(
     finally:
         env.close()
     obs_dim = metadata["observation"]["dim"]
-    path = Path(output) if output else loaded.run_dir / "policy.onnx"
+    default_name = "policy.onnx" if loaded.final else f"policy_{loaded.iteration}.onnx"
+    path = Path(output) if output else loaded.run_dir / default_name
     checker = export_onnx(policy, obs_dim, path, metadata)
     generator = torch.Generator().manual_seed(seed)
     random_obs = 3.0 * torch.randn(num_random, obs_dim, generator=generator)
@@ -387,8 +404,11 @@ def export(
         samples_recorded=len(recorded_obs),
         atol=atol,
         metadata=metadata,
+        checkpoint=relative_to_run(loaded.checkpoint, loaded.run_dir),
+        iteration=loaded.iteration,
+        final=loaded.final,
     )
-    update_summary(loaded.run_dir, onnx=result.summary(), onnx_max_abs_diff=result.max_abs_diff)
+    record_result(loaded.run_dir, loaded, "onnx", result.summary(), onnx_max_abs_diff=result.max_abs_diff)
     return result
 
 

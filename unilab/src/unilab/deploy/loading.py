@@ -66,6 +66,10 @@ class LoadedRun:
         algo_reg, task_reg, backend_reg: their registrations.
         cfg: the run config with the play overrides applied (a pydantic model).
         overrides: the overrides that were applied, in order.
+        final: the checkpoint is the run's last one (``model_last.pt``, or the numbered checkpoint
+            ``run_summary.json`` names as the run's last). Play and export of a final checkpoint
+            write the run's ``policy.onnx`` and its ``play``/``video``/``onnx`` records; any other
+            checkpoint gets files and records of its own (:func:`record_result`).
     """
 
     run_dir: Path
@@ -79,6 +83,7 @@ class LoadedRun:
     backend_reg: Any
     cfg: BaseModel
     overrides: list[str]
+    final: bool = True
 
     @property
     def iteration(self) -> int:
@@ -111,6 +116,21 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str | None = None) -> Path:
             return candidate
     names = ", ".join(p.name for p in have) or "none"
     raise UserError(f"no checkpoint {checkpoint!r} in {run_dir} (checkpoints: {names})")
+
+
+def is_final_checkpoint(run_dir: Path, checkpoint: Path) -> bool:
+    """Whether ``checkpoint`` is the run's last: ``model_last.pt``, or, once training has ended,
+    the checkpoint that ``run_summary.json`` records as the last one saved
+    (``model_<last iteration>.pt``)."""
+    path = Path(checkpoint).resolve()
+    if path == (run_dir / "model_last.pt").resolve():
+        return True
+    try:
+        data = json.loads((run_dir / "run_summary.json").read_text())
+        last = data.get("checkpoint") if data.get("status") not in (None, "running") else None
+    except (OSError, ValueError, AttributeError):
+        last = None
+    return isinstance(last, str) and path == (run_dir / last).resolve()
 
 
 def load_run(
@@ -172,12 +192,23 @@ def load_run(
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
+        detail = f"{err.get('input')!r} ({err['msg'].lower()})"
+        if any(key == k or key.startswith(k + ".") for k in _dotted_keys(user)):
+            raise UserError(f"invalid value for {key}: {detail}") from None
         raise UserError(
-            f"the config of {run_dir} does not validate with the installed plugins: {key}: "
-            f"{err.get('input')!r} ({err['msg'].lower()})"
+            f"the config of {run_dir} does not validate with the installed plugins: {key}: {detail}"
         ) from None
     return LoadedRun(run_dir, ckpt_path, payload, algo, task, sim, algo_reg, task_reg, backend_reg, cfg,
-                     [*play, *overrides])
+                     [*play, *overrides], final=is_final_checkpoint(run_dir, ckpt_path))
+
+
+def _dotted_keys(tree: dict, prefix: str = "") -> list[str]:
+    """The leaf keys of a nested override dict, dotted (``{"a": {"b": 1}}`` -> ``["a.b"]``)."""
+    out = []
+    for name, value in tree.items():
+        key = f"{prefix}{name}"
+        out += _dotted_keys(value, key + ".") if isinstance(value, dict) and value else [key]
+    return out
 
 
 def make_env(loaded: LoadedRun, num_envs: int):
@@ -318,6 +349,29 @@ def _rollout(env, policy: torch.nn.Module, steps: int, group: str, frame_stride:
     )
 
 
+def record_result(run_dir: Path, loaded: LoadedRun, kind: str, entry: dict[str, Any], **final_fields: Any) -> None:
+    """Record a play or export in ``run_summary.json`` without clobbering the final one.
+
+    For the run's final checkpoint, ``entry`` becomes the ``kind`` field (``play`` or ``onnx``)
+    and ``final_fields`` (``video``, ``onnx_max_abs_diff``) are set beside it. For any other
+    checkpoint, ``entry`` goes under ``<kind>_checkpoints[<iteration>]`` (``play_checkpoints``,
+    ``onnx_checkpoints``), one entry per iteration, the newest play or export of it winning.
+    """
+    if loaded.final:
+        update_summary(run_dir, **{kind: entry}, **final_fields)
+        return
+    path = Path(run_dir) / "run_summary.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
+    field_name = f"{kind}_checkpoints"
+    entries = data.get(field_name) if isinstance(data.get(field_name), dict) else {}
+    entries[str(loaded.iteration)] = entry
+    data[field_name] = dict(sorted(entries.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else -1))
+    runs.write_json(path, data)
+
+
 def update_summary(run_dir: Path, **fields: Any) -> None:
     """Merge ``fields`` into ``run_dir/run_summary.json`` (created if missing), atomically."""
     path = Path(run_dir) / "run_summary.json"
@@ -338,6 +392,6 @@ def relative_to_run(path: Path, run_dir: Path) -> str:
 
 
 __all__ = [
-    "LoadedRun", "PLAY_OVERRIDES", "Rollout", "load_run", "make_env", "make_policy",
-    "relative_to_run", "resolve_checkpoint", "rollout", "update_summary",
+    "LoadedRun", "PLAY_OVERRIDES", "Rollout", "is_final_checkpoint", "load_run", "make_env", "make_policy",
+    "record_result", "relative_to_run", "resolve_checkpoint", "rollout", "update_summary",
 ]

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from unilab.deploy import DEFAULT_NUM_ENVS, DEFAULT_STEPS
-from unilab.deploy.loading import load_run, make_env, make_policy, relative_to_run, rollout, update_summary
+from unilab.deploy.loading import load_run, make_env, make_policy, record_result, relative_to_run, rollout
 from unilab.deploy.video import VideoError, VideoResult, check_frame_size, frame_stride, render_video
 from unilab.train import UserError
 
@@ -39,6 +39,8 @@ class PlayResult:
             :func:`unilab.deploy.export.export`'s check; not written to the summary).
         video: the written video, or None.
         video_error: why no video was written (None if it was, or if none was asked for).
+        final: the checkpoint is the run's last (its record is the summary's ``play``; others go
+            under ``play_checkpoints``).
     """
 
     run_dir: Path
@@ -54,6 +56,7 @@ class PlayResult:
     observations: torch.Tensor = field(repr=False)
     video: VideoResult | None = None
     video_error: str | None = None
+    final: bool = True
 
     def summary(self) -> dict[str, Any]:
         """The JSON-able ``play`` entry of ``run_summary.json`` (docs/play_export.md)."""
@@ -129,11 +132,16 @@ def play(
 
     Returns:
         The :class:`PlayResult`. A video that could not be written (no OpenGL, no encoder) is
-        reported in ``video_error``, not raised: the rollout's numbers stand.
+        reported in ``video_error``, not raised: the rollout's numbers stand. The run's final
+        checkpoint is recorded as the summary's ``play`` and ``video``; any other checkpoint under
+        ``play_checkpoints[<iteration>]``, leaving those alone.
 
     Raises:
         UserError: no such run or checkpoint, bad options or overrides.
     """
+    for name, value in (("--num-envs", num_envs), ("--steps", steps)):
+        if value < 1:
+            raise UserError(f"{name} must be an integer >= 1, got {value}")
     loaded = load_run(run, checkpoint, log_dir=log_dir, overrides=overrides)
     env = make_env(loaded, num_envs)
     try:
@@ -167,6 +175,7 @@ def play(
         episodes_terminated=int(rec.terminated.sum()),
         overrides=loaded.overrides,
         observations=rec.observations,
+        final=loaded.final,
     )
     if record_video:
         path = Path(video) if video else loaded.run_dir / "videos" / f"play_{loaded.iteration}.mp4"
@@ -179,7 +188,9 @@ def play(
         except VideoError as exc:
             result.video_error = str(exc)
     entry = result.summary()
-    update_summary(loaded.run_dir, play=entry, video=entry["video"]["path"] if entry["video"] else None)
+    # The summary's `video` is the run's video: a play without one (--no-video) leaves it alone.
+    final_fields = {"video": entry["video"]["path"] if entry["video"] else None} if record_video else {}
+    record_result(loaded.run_dir, loaded, "play", entry, **final_fields)
     return result
 
 

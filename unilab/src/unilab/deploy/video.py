@@ -97,12 +97,26 @@ def gl_candidates(environ: dict[str, str] | None = None) -> list[str]:
     return ["egl", "osmesa"] if gpu else ["osmesa", "egl"]
 
 
+_SONAMES = {"osmesa": ("libOSMesa.so.8", "libOSMesa.so.6", "libOSMesa.so"), "egl": ("libEGL.so.1", "libEGL.so")}
+
+
 def _missing_library(gl: str) -> str | None:
-    """Why ``gl`` cannot work here without trying it (its shared library is absent), or None."""
+    """Why ``gl`` cannot work here without trying it (its shared library is absent), or None.
+
+    ``ctypes.util.find_library`` reads the linker cache (``ldconfig -p``); a library reachable only
+    through ``LD_LIBRARY_PATH`` is found there only with ``ld`` or ``gcc`` installed, so the usual
+    sonames are also opened directly before the library is called missing.
+    """
     lib = {"osmesa": "OSMesa", "egl": "EGL"}.get(gl)
-    if lib and ctypes.util.find_library(lib) is None:
-        return f"lib{lib} not found"
-    return None
+    if lib is None or ctypes.util.find_library(lib) is not None:
+        return None
+    for soname in _SONAMES[gl]:
+        try:
+            ctypes.CDLL(soname)
+            return None
+        except OSError:
+            continue
+    return f"lib{lib} not found"
 
 
 def frame_stride(control_rate_hz: float, fps: float | None, max_default_fps: float = 30.0) -> int:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 def _ordered(value: tuple[float, float]) -> tuple[float, float]:
     if value[0] > value[1]:
-        raise ValueError(f"range must be (low, high) with low <= high, got {value}")
+        raise ValueError(f"expected [min, max] with min <= max, got min {value[0]:g} > max {value[1]:g}")
     return value
 
 
@@ -24,6 +24,18 @@ class CommandsConfig(BaseModel):
     ang_vel_z: tuple[float, float] = Field((-1.0, 1.0), description="yaw rate, rad/s")
     resampling_time_s: tuple[float, float] = Field((3.0, 8.0), description="s between draws")
     standing_fraction: float = Field(0.1, ge=0.0, le=1.0, description="share of zero commands")
+
+    @field_validator("lin_vel_x", "lin_vel_y", "ang_vel_z")
+    @classmethod
+    def _range(cls, value: tuple[float, float]) -> tuple[float, float]:
+        return _ordered(value)
+
+    @field_validator("resampling_time_s")
+    @classmethod
+    def _resampling(cls, value: tuple[float, float]) -> tuple[float, float]:
+        if value[0] <= 0.0:
+            raise ValueError(f"expected positive times, got {value[0]:g}")
+        return _ordered(value)
 
 
 class RewardWeights(BaseModel):
