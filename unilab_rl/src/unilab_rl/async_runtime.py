@@ -438,7 +438,23 @@ class AsyncOffPolicyRunner:
         return proc, blocks, weights, free_q, full_q, stop
 
     def _stop(self, proc, stop, queues, timeout_s: float = 10.0) -> None:
-        """Stop and reap the collector: event, join, terminate, join, kill, join. Never raises."""
+        """Stop and reap the collector, holding back SIGINT/SIGTERM until it is reaped (they are
+        re-raised afterwards, so the caller's handlers still see them). Never raises itself."""
+        held: list[int] = []
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            previous = {s: signal.signal(s, lambda signum, frame: held.append(signum))
+                        for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self._reap(proc, stop, queues, timeout_s)
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+            for signum in dict.fromkeys(held):
+                signal.raise_signal(signum)
+
+    def _reap(self, proc, stop, queues, timeout_s: float) -> None:
+        """Event, join, terminate, join, kill, join; then close the queues and the process."""
         try:
             stop.set()
         except Exception as exc:  # noqa: BLE001
@@ -537,7 +553,8 @@ class AsyncOffPolicyRunner:
         best_mean_reward: float | None = None
         last_saved: int | None = None
         updates = updates_since_broadcast = 0
-        times = {"collection": 0.0, "learning": 0.0, "learner_wait": 0.0, "collector_wait": 0.0}
+        times = {"collection": 0.0, "learning": 0.0, "learner_wait": 0.0, "collector_wait": 0.0,
+                 "collector_start": 0.0}
         live = algo.exploration_policy()
         self.cleanup_errors = []
         t_start = time.perf_counter()
@@ -552,8 +569,11 @@ class AsyncOffPolicyRunner:
             while algo.iteration < first_iteration + num_iterations:
                 t0 = time.perf_counter()
                 block, info = self._next_block(proc, full_q, first)
-                first = False
                 t1 = time.perf_counter()
+                if first:  # process start, imports and env build: not a steady-state wait
+                    times["collector_start"] = t1 - t0
+                    t0 = t1
+                    first = False
                 steps = info["steps"]
                 base_rows = len(algo.replay)
                 self.transfer["bytes_to_learner"] += algo.store_steps(*blocks.view(block, steps))
@@ -601,6 +621,8 @@ class AsyncOffPolicyRunner:
                     metrics["Perf/total_fps"] = done * n / max(time.perf_counter() - t_start, 1e-9)
                     metrics["Perf/utd_ratio"] = updates * cfg.batch_size / (done * n)
                     metrics["Perf/policy_lag"] = float(lag)
+                    if self.transfer["blocks"] == 1 and t == 0:
+                        metrics["Perf/collector_start_time"] = times["collector_start"]
                     if self.log_fn is not None and algo.iteration % self.log_interval == 0:
                         self.log_fn(algo.iteration, metrics)
                     if (self.checkpoint_fn is not None and self.checkpoint_interval
@@ -636,6 +658,7 @@ class AsyncOffPolicyRunner:
             learner_wait_time_s=times["learner_wait"],
             collector_wait_time_s=times["collector_wait"],
             transfer=dict(self.transfer),
+            collector_start_time_s=times["collector_start"],
         )
 
 

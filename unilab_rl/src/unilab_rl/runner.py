@@ -58,6 +58,8 @@ class LearnSummary:
     """Async: seconds the collector waited for a free block (backpressure; 0 in sync mode)."""
     transfer: dict[str, int] | None = None
     """Async: transfer counters (blocks, bytes, weight broadcasts and pulls); None in sync mode."""
+    collector_start_time_s: float = 0.0
+    """Async: seconds from starting the collector to its first block (spawn, imports, env build)."""
 
 
 class OffPolicyRunner:
