@@ -17,7 +17,10 @@ the other in this process:
   collector's start-up (spawn, imports, env build).
 
 Physics threads: ``--nthread`` (0 = :func:`unilab.train.thread_split`'s choice: in async mode the
-cores left after the collector and learner threads; in sync mode every core).
+cores left after the collector and learner threads; in sync mode every core). Learner torch
+threads: ``--learner-threads`` in both runtimes when given (on a busy CPU, torch's default thread
+count can be far slower than 1 for these small networks), else the split's choice (sync: torch's
+default).
 """
 
 from __future__ import annotations
@@ -83,6 +86,8 @@ def main() -> None:
         algo_cfg = _algo_config(algo_reg, cfg.model_copy(update={"algo": cfg.algo.model_copy(
             update={"runtime": "async" if runtime == "async" else "sync"})}))
         threads = thread_split(algo_cfg.runtime, args.nthread, args.collector_threads, args.learner_threads, device)
+        if algo_cfg.runtime == "sync" and args.learner_threads:  # same learner threads in both runtimes
+            threads["learner"] = args.learner_threads
         torch.set_num_threads(threads["learner"] or default_threads)
         env = env_fn(threads["physics"])()
         try:
