@@ -155,3 +155,38 @@ def test_weights_round_trip_through_shared_memory(make_env, make_sac) -> None:
     torch.testing.assert_close(flat_state(b.exploration_policy()), flat_state(a.exploration_policy()))
     with pytest.raises(ValueError, match="values"):
         load_flat_state(b.exploration_policy(), torch.zeros(3))
+
+
+_ORPHAN_SCRIPT = """
+import functools, sys, torch
+from unilab_rl import AsyncOffPolicyRunner, SACConfig, SAC
+from unilab_rl.testing import PointEnv
+torch.set_num_threads(1)
+make = functools.partial(PointEnv, num_envs=4, seed=0)
+cfg = SACConfig(num_envs=4, batch_size=8, num_updates=1, buffer_size_per_env=16, learning_starts=1,
+                actor_hidden=(8,), critic_hidden=(8,), device="cpu", block_steps=1)
+runner = AsyncOffPolicyRunner(make, SAC(make(), cfg))
+def report(iteration, metrics):
+    if iteration == 2:
+        print(runner._proc.pid, flush=True)
+runner.learn(10**9, on_iteration=report)
+"""
+
+
+def test_the_collector_exits_when_the_learner_process_is_killed() -> None:
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-c", _ORPHAN_SCRIPT], stdout=subprocess.PIPE, text=True)
+    try:
+        collector = int(proc.stdout.readline())
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and os.path.exists(f"/proc/{collector}"):
+            time.sleep(0.1)
+        assert not os.path.exists(f"/proc/{collector}"), "collector outlived its learner"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
