@@ -118,6 +118,42 @@ class SharedBlocks:
         tensors = [*self.obs.values(), *self.next_obs.values(), self.actions, self.rewards, self.terminated]
         return sum(t[0].numel() * t.element_size() for t in tensors)
 
+    def tensors(self) -> list[torch.Tensor]:
+        """Every shared tensor of the ring."""
+        return [*self.obs.values(), *self.next_obs.values(), self.actions, self.rewards, self.terminated]
+
+    def pin(self) -> bool:
+        """Page-lock the ring for the CUDA driver (``cudaHostRegister``), so block copies to the
+        GPU need no staging copy. Learner side only. Returns False (and leaves nothing registered)
+        when CUDA is unavailable or registration fails; the copies then go through pageable
+        memory, which is correct, only slower."""
+        done: list[torch.Tensor] = []
+        try:
+            cudart = torch.cuda.cudart()
+            for t in self.tensors():
+                err = cudart.cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(), 0)
+                if int(err) != 0:
+                    raise RuntimeError(f"cudaHostRegister: {err}")
+                done.append(t)
+        except Exception:  # noqa: BLE001 - pinning is an optimization
+            self._unregister(done)
+            return False
+        self._pinned = done
+        return True
+
+    def unpin(self) -> None:
+        """Undo :meth:`pin` (before the storage goes away). Never raises."""
+        self._unregister(getattr(self, "_pinned", []))
+        self._pinned = []
+
+    @staticmethod
+    def _unregister(tensors: list[torch.Tensor]) -> None:
+        for t in tensors:
+            try:
+                torch.cuda.cudart().cudaHostUnregister(t.data_ptr())
+            except Exception:  # noqa: BLE001
+                pass
+
     def write(self, block: int, step: int, obs, actions, rewards, terminated, next_obs) -> None:
         """Copy one env step ((N, ...) tensors as the env returns them) into ``block`` at ``step``."""
         for g in self.obs_dims:
@@ -359,7 +395,8 @@ class AsyncOffPolicyRunner:
             not be reaped); negative: killed by that signal.
         cleanup_errors: problems met while stopping the collector (strings).
         transfer: counters: ``blocks``, ``bytes_to_learner``, ``weight_broadcasts``,
-            ``weight_bytes``, ``weight_pulls``.
+            ``weight_bytes``, ``weight_pulls``, and ``pinned`` (1 when the block ring is page-locked
+            for CUDA copies).
 
     Raises:
         ValueError: an interval or window out of range.
@@ -396,7 +433,7 @@ class AsyncOffPolicyRunner:
         self.collector_exitcode: int | None = None
         self.cleanup_errors: list[str] = []
         self.transfer = {"blocks": 0, "bytes_to_learner": 0, "weight_broadcasts": 0, "weight_bytes": 0,
-                         "weight_pulls": 0}
+                         "weight_pulls": 0, "pinned": 0}
         self._proc = None
 
     # -- process management -------------------------------------------------------------
@@ -564,6 +601,9 @@ class AsyncOffPolicyRunner:
         ctx = tmp.get_context("spawn")
         proc, blocks, weights, free_q, full_q, stop = self._start(num_iterations, ctx)
         alive = proc.is_alive
+        # Pinned after the child holds its handles; copies stay blocking, so a slot is only
+        # handed back once its data is on the device.
+        self.transfer["pinned"] = int(algo.device.type == "cuda" and blocks.pin())
         try:
             first = True
             while algo.iteration < first_iteration + num_iterations:
@@ -633,6 +673,7 @@ class AsyncOffPolicyRunner:
                         on_iteration(algo.iteration, metrics)
         finally:
             self._stop(proc, stop, (free_q, full_q))
+            blocks.unpin()
 
         if self.checkpoint_fn is not None and last_saved != algo.iteration:
             self.checkpoint_fn(algo.iteration)
