@@ -154,10 +154,16 @@ def _check_log_dir(log_dir: str) -> None:
 
 
 def rng_state() -> dict[str, Any]:
-    """Python, numpy, torch CPU and (when initialized) CUDA RNG states, for checkpoints."""
+    """Python, numpy, torch CPU and (when initialized) CUDA RNG states, for checkpoints.
+
+    Only tensors, numbers, strings, tuples and dicts, so that ``torch.load(weights_only=True)``
+    (play, export) still reads the checkpoint: numpy's key array is stored as an int64 tensor.
+    """
+    name, keys, pos, has_gauss, cached = np.random.get_state()
     return {
         "python": random.getstate(),
-        "numpy": np.random.get_state(),
+        "numpy": {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
         "torch": torch.get_rng_state(),
         "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None,
     }
@@ -166,7 +172,9 @@ def rng_state() -> dict[str, Any]:
 def set_rng_state(state: dict[str, Any]) -> None:
     """Restore :func:`rng_state` (the CUDA part only where CUDA is initialized with as many devices)."""
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    n = state["numpy"]
+    np.random.set_state((n["name"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"],
+                         n["cached_gaussian"]))
     torch.set_rng_state(state["torch"])
     cuda = state.get("cuda")
     if cuda is not None and torch.cuda.is_initialized() and len(cuda) == torch.cuda.device_count():
