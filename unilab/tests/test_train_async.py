@@ -160,10 +160,14 @@ def test_resume_continues_from_the_saved_iteration(tmp_path):
     assert resumed["agent"]["num_critic_updates"] > saved["agent"]["num_critic_updates"]
     assert resumed["agent"]["actor_optimizer"]["state"][0]["step"] > saved["agent"]["actor_optimizer"]["state"][0]["step"]
 
-    # A resume past max_iterations or of a missing run is a one-line error.
-    again = subprocess.run(_cmd(tmp_path, "algo.max_iterations=7", f"algo.resume={second_run}"),
+
+def test_resume_problems_are_one_line_errors_before_any_run(tmp_path):
+    done = tmp_path / "done.pt"
+    torch.save({"algo": "sac", "task": "g1_walk_flat", "iteration": 7, "agent": {"iteration": 7}}, done)
+    again = subprocess.run(_cmd(tmp_path, "algo.max_iterations=7", f"algo.resume={done}"),
                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert again.returncode == 2 and "raise algo.max_iterations" in again.stderr
     missing = subprocess.run(_cmd(tmp_path, f"algo.resume={tmp_path / 'nope'}"), cwd=tmp_path,
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and "no such checkpoint" in missing.stderr
+    assert not (tmp_path / "logs" / "sac").exists()
