@@ -236,14 +236,17 @@ def read_resume_checkpoint(path: Path, algo: str, task: str, max_iterations: int
         UserError: unreadable, another algo or task, or already at ``max_iterations``.
     """
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=False)
+        payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is the user's input
-        raise UserError(f"algo.resume: cannot read {path}: {type(exc).__name__}: {exc}") from None
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise UserError(f"algo.resume: cannot read {path}: {type(exc).__name__}: {first}") from None
+    if not isinstance(payload, dict) or not isinstance(payload.get("agent"), dict):
+        raise UserError(f"algo.resume: {path} is not a unilab checkpoint (no 'agent' entry)")
     if payload.get("algo") != algo or payload.get("task") != task:
         raise UserError(
             f"algo.resume: {path} is a {payload.get('algo')}/{payload.get('task')} checkpoint, not {algo}/{task}"
         )
-    iteration = int(payload.get("agent", {}).get("iteration", payload.get("iteration", 0)))
+    iteration = int(payload["agent"].get("iteration", payload.get("iteration", 0)))
     if iteration >= max_iterations:
         raise UserError(
             f"algo.resume: {path} is at iteration {iteration} >= algo.max_iterations={max_iterations}; "
