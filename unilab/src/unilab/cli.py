@@ -59,11 +59,15 @@ def train(
     """Train a policy and write a run directory under training.log_dir."""
     from unilab.train import TrainingInterrupted, UserError
     from unilab.train import train as run_train
+    from unilab_rl.async_runtime import CollectorDied
 
     try:
         run_dir = run_train(algo, task, sim, overrides or [], preset, argv=sys.argv)
     except UserError as exc:
         _fail(str(exc))
+    except CollectorDied as exc:
+        typer.echo(str(exc), err=True)  # first line: what happened; then the collector's traceback
+        _fail(f"training failed: {str(exc).splitlines()[0]}; checkpoint and run_summary.json saved", code=1)
     except TrainingInterrupted as exc:
         typer.echo(f"training stopped by {exc}: checkpoint and run_summary.json saved in the run directory", err=True)
         raise typer.Exit(130 if exc.signum == 2 else 143)

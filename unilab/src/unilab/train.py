@@ -7,6 +7,7 @@ built: a bad name, key or value exits with one line and no run directory.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import random
@@ -23,6 +24,7 @@ import torch
 from unilab import runs
 from unilab.config import ConfigError, build_run_model, owner_config_files, resolve_config
 from unilab.plugins import TASKS
+from unilab_rl.async_runtime import CollectorDied
 from unilab_rl.device import resolve_device
 from unilab_rl.registry import ALGORITHMS
 from unisim import CapabilityError
@@ -44,17 +46,51 @@ class TrainingInterrupted(BaseException):
         self.signum = signum
 
 
-@contextmanager
-def _signals_raise() -> Iterator[None]:
-    def handler(signum, frame):  # noqa: ARG001
+class _Interrupts:
+    """SIGINT/SIGTERM handling of a training run.
+
+    The first signal raises :class:`TrainingInterrupted` in the main thread, except inside a
+    :meth:`deferred` block (metric writes, checkpoint saves: code whose locks or files an exception
+    could leave half-done), where it is held and raised when the block ends. Any later signal,
+    and any signal once :attr:`closing` is set (final checkpoint and summary), is ignored, so the
+    shutdown is never cut short.
+    """
+
+    def __init__(self) -> None:
+        self.pending: int | None = None
+        self.raised = False
+        self.closing = False
+        self._depth = 0
+
+    def handler(self, signum, frame) -> None:  # noqa: ARG002
+        if self.raised or self.closing or self.pending is not None:
+            log.warning("%s ignored: already stopping", signal.Signals(signum).name)
+            return
+        if self._depth:
+            self.pending = signum
+            return
+        self.raised = True
         raise TrainingInterrupted(signum)
 
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
+    @contextmanager
+    def deferred(self) -> Iterator[None]:
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+        if not self._depth and self.pending is not None and not self.raised and not self.closing:
+            self.raised = True
+            raise TrainingInterrupted(self.pending)
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        previous = {s: signal.signal(s, self.handler) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
 
 
 def _lookup(registry, name: str, flag: str):
@@ -131,6 +167,119 @@ def _check_log_dir(log_dir: str) -> None:
         raise UserError(f"training.log_dir={log_dir!r} is not writable")
 
 
+def rng_state() -> dict[str, Any]:
+    """Python, numpy, torch CPU and (when initialized) CUDA RNG states, for checkpoints.
+
+    Only tensors, numbers, strings, tuples and dicts, so that ``torch.load(weights_only=True)``
+    (play, export) still reads the checkpoint: numpy's key array is stored as an int64 tensor.
+    """
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    return {
+        "python": random.getstate(),
+        "numpy": {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                  "has_gauss": int(has_gauss), "cached_gaussian": float(cached)},
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None,
+    }
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restore :func:`rng_state` (the CUDA part only where CUDA is initialized with as many devices)."""
+    random.setstate(state["python"])
+    n = state["numpy"]
+    np.random.set_state((n["name"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"],
+                         n["cached_gaussian"]))
+    torch.set_rng_state(state["torch"])
+    cuda = state.get("cuda")
+    if cuda is not None and torch.cuda.is_initialized() and len(cuda) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(cuda)
+
+
+def thread_split(runtime: str, nthread: int, collector_threads: int, learner_threads: int,
+                 device: torch.device) -> dict[str, int]:
+    """CPU threads for physics, the collector's policy and the learner.
+
+    Sync: physics gets ``nthread`` (0 = every available core) and the learner keeps torch's
+    default. Async: collector and learner threads are taken out first so neither starves the
+    other: the learner gets ``learner_threads`` or, when 0, 1 on an accelerator and half of the
+    cores left after the collector on the CPU; physics gets ``nthread`` or, when 0, what remains
+    (at least 1).
+
+    Returns:
+        ``{"physics": n, "collector": n, "learner": n}``; 0 means "torch's default" (sync only).
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if runtime != "async":
+        return {"physics": nthread or cores, "collector": 0, "learner": 0}
+    learner = learner_threads or (1 if device.type != "cpu" else max(1, (cores - collector_threads) // 2))
+    physics = nthread or max(1, cores - collector_threads - learner)
+    return {"physics": physics, "collector": collector_threads, "learner": learner}
+
+
+def find_resume_checkpoint(resume: str, log_dir: str, algo: str, task: str) -> Path:
+    """The checkpoint ``algo.resume`` names.
+
+    Args:
+        resume: ``"latest"`` (the newest ``model_last.pt`` under ``<log_dir>/<algo>/<task>/``), a
+            run directory (its ``model_last.pt``) or a ``.pt`` file.
+
+    Raises:
+        UserError: nothing found there.
+    """
+    if resume == "latest":
+        found = sorted(Path(log_dir, algo, task).glob("*/model_last.pt"), key=lambda p: p.stat().st_mtime)
+        if not found:
+            raise UserError(f"algo.resume=latest: no run with a model_last.pt under {Path(log_dir, algo, task)}")
+        return found[-1]
+    path = Path(resume)
+    if path.is_dir():
+        path = path / "model_last.pt"
+    if not path.is_file():
+        raise UserError(f"algo.resume={resume!r}: no such checkpoint ({path})")
+    return path
+
+
+def read_resume_checkpoint(path: Path, algo: str, task: str, max_iterations: int) -> dict[str, Any]:
+    """Read a checkpoint to resume from and check that it can continue this run (before any env
+    is built).
+
+    Returns:
+        the payload: ``agent`` (the learner's ``state_dict``), ``rng``, ``iteration``, ...
+
+    Raises:
+        UserError: unreadable, another algo or task, or already at ``max_iterations``.
+    """
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is the user's input
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise UserError(f"algo.resume: cannot read {path}: {type(exc).__name__}: {first}") from None
+    if not isinstance(payload, dict) or not isinstance(payload.get("agent"), dict):
+        raise UserError(f"algo.resume: {path} is not a unilab checkpoint (no 'agent' entry)")
+    if payload.get("algo") != algo or payload.get("task") != task:
+        raise UserError(
+            f"algo.resume: {path} is a {payload.get('algo')}/{payload.get('task')} checkpoint, not {algo}/{task}"
+        )
+    iteration = int(payload["agent"].get("iteration", payload.get("iteration", 0)))
+    if iteration >= max_iterations:
+        raise UserError(
+            f"algo.resume: {path} is at iteration {iteration} >= algo.max_iterations={max_iterations}; "
+            f"raise algo.max_iterations to continue"
+        )
+    return payload
+
+
+def _apply_resume(path: Path, payload: dict[str, Any], agent) -> None:
+    """Load networks, optimizers, normalizers and counters into ``agent``, then the RNG states."""
+    try:
+        agent.load_state_dict(payload["agent"])
+    except (KeyError, RuntimeError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"algo.resume: {path} does not fit this config: {first}") from None
+    if payload.get("rng") is not None:
+        set_rng_state(payload["rng"])
+
+
 def train(
     algo: str,
     task: str,
@@ -149,6 +298,10 @@ def train(
     algo_cfg = _algo_config(algo_reg, cfg)
     _check_schedule(algo_cfg)
     _check_log_dir(cfg.training.log_dir)
+    resume_path = resume_payload = None
+    if getattr(algo_cfg, "resume", None):
+        resume_path = find_resume_checkpoint(algo_cfg.resume, cfg.training.log_dir, algo, task)
+        resume_payload = read_resume_checkpoint(resume_path, algo, task, cfg.algo.max_iterations)
     seed_everything(cfg.training.seed)
     try:
         device = resolve_device(cfg.training.device)
@@ -158,16 +311,31 @@ def train(
     if device.type == "cuda":
         # TF32 matrix products for the learner (about 3e-4 relative error, METHOD.md), as FlashSAC.
         torch.set_float32_matmul_precision("high")
-    try:
-        env = task_reg.item.make_env(
-            cfg.env,
-            backend_cls=backend_reg.item,
-            num_envs=cfg.algo.num_envs,
-            nthread=cfg.sim.nthread,
-            cpu_ids=cfg.sim.cpu_ids,
-            robot_mjcf=cfg.robot.mjcf,
-            seed=cfg.training.seed,
+    runtime = getattr(algo_cfg, "runtime", "sync")
+    tensor_native = getattr(backend_reg.item.capabilities, "tensor_kind", "host_bridge") == "device_native"
+    if runtime == "async" and tensor_native:
+        raise UserError(
+            f"algo.runtime=async: --sim {sim} is device-native (physics on the accelerator); the async "
+            f"collector is a CPU process for host-bridge backends. Use algo.runtime=sync"
         )
+    threads = thread_split(runtime, cfg.sim.nthread, getattr(algo_cfg, "collector_threads", 1),
+                           getattr(algo_cfg, "learner_threads", 0), device)
+    if threads["learner"]:
+        torch.set_num_threads(threads["learner"])
+    # A picklable factory (module-level function + plain arguments): the async collector process
+    # builds its own env with it; the sync runtime builds the one env from it here.
+    env_fn = functools.partial(
+        task_reg.item.make_env,
+        cfg.env,
+        backend_cls=backend_reg.item,
+        num_envs=cfg.algo.num_envs,
+        nthread=threads["physics"] if runtime == "async" else cfg.sim.nthread,
+        cpu_ids=cfg.sim.cpu_ids,
+        robot_mjcf=cfg.robot.mjcf,
+        seed=cfg.training.seed,
+    )
+    try:
+        env = env_fn()
     except (ValueError, FileNotFoundError) as exc:
         raise UserError(f"could not build task {task!r}: {exc}") from None
     except CapabilityError as exc:
@@ -177,7 +345,18 @@ def train(
 
     try:
         agent = algo_reg.item.make_agent(env, algo_cfg, device)
-        run_dir = _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, device, argv)
+        resume = None
+        if resume_payload is not None:
+            _apply_resume(resume_path, resume_payload, agent)
+            resume = {"path": str(resume_path), "iteration": agent.iteration}
+        context = {
+            "env_fn": env_fn,
+            "runtime": runtime,
+            "threads": threads,
+            "tensor_native_env": tensor_native,
+            "resume": resume,
+        }
+        run_dir = _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, device, argv, context)
     finally:
         env.close()
     if not cfg.training.no_play:  # video + ONNX of the last checkpoint; failures are recorded only
@@ -187,7 +366,7 @@ def train(
     return run_dir
 
 
-def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, device, argv) -> Path:
+def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, device, argv, context) -> Path:
     from torch.utils.tensorboard import SummaryWriter
 
     run_dir = runs.create_run_dir(cfg.training.log_dir, algo, task, sim)
@@ -207,6 +386,7 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             "plugins": plugins,
             "workspace": runs.workspace_state(),
             "hardware": runs.hardware_info(),
+            "resumed_from": context["resume"],
         },
     )
     summary = runs.RunSummary(
@@ -217,18 +397,27 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             "sim": sim,
             "num_envs": env.num_envs,
             "env_device": str(env.device),
+            "env_public_device": str(env.device),
             "learner_device": str(device),
+            "tensor_native_env": context["tensor_native_env"],
+            "cuda_context_initialized": torch.cuda.is_initialized(),
             "compile_backend": getattr(agent, "compile_backend", "eager"),
+            "runtime": context["runtime"],
+            "threads": context["threads"],
+            "resumed_from": context["resume"],
+            "start_iteration": agent.iteration,
         },
     )
     writer = SummaryWriter(log_dir=str(run_dir))
     max_iterations = cfg.algo.max_iterations
-    state: dict[str, Any] = {"iteration": 0, "checkpoint": None}
+    start_iteration = agent.iteration
+    state: dict[str, Any] = {"iteration": start_iteration, "checkpoint": None}
 
     def save_checkpoint(iteration: int) -> Path:
         payload = {
             "iteration": iteration,
             "agent": agent.state_dict(),
+            "rng": rng_state(),
             "algo": algo,
             "task": task,
             "config": cfg.model_dump(mode="json"),
@@ -249,8 +438,8 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
 
     progress = _progress(cfg.training.progress, max_iterations, env.num_envs)
     stats: dict[str, Any] = {
-        "iterations": 0,
-        "env_steps": 0,
+        "iterations": start_iteration,
+        "env_steps": start_iteration * env.num_envs,
         "env_steps_per_s": None,
         "final_mean_reward": None,
         "best_mean_reward": None,
@@ -258,6 +447,10 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
         "collection_time_s": 0.0,
         "learning_time_s": 0.0,
         "time_to_goal_episode_length": None,
+        "learner_wait_time_s": 0.0,
+        "collector_wait_time_s": 0.0,
+        "collector_start_time_s": 0.0,
+        "utd_ratio": None,
     }
     # The walking milestone (issue #3): the first iteration at which the mean episode length of
     # the last finished episodes reaches 90 % of the time-out length (900 of 1000 for g1_walk_flat).
@@ -265,13 +458,19 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
     goal_length = round(0.9 * max_len) if max_len else None
 
     pending: dict[str, float] = {}
+    interrupts = _Interrupts()
 
     def on_iteration(iteration: int, metrics: dict[str, float]) -> None:
+        with interrupts.deferred():
+            _record(iteration, metrics)
+
+    def _record(iteration: int, metrics: dict[str, float]) -> None:
         state["iteration"] = iteration
         stats["iterations"] = iteration
         stats["env_steps"] = iteration * env.num_envs
-        stats["collection_time_s"] += metrics.get("Perf/collection_time", 0.0)
-        stats["learning_time_s"] += metrics.get("Perf/learning_time", 0.0)
+        for key in ("collection", "learning", "learner_wait", "collector_wait", "collector_start"):
+            stats[f"{key}_time_s"] += metrics.get(f"Perf/{key}_time", 0.0)
+        stats["utd_ratio"] = metrics.get("Perf/utd_ratio", stats["utd_ratio"])
         if "Train/mean_reward" in metrics:
             reward = metrics["Train/mean_reward"]
             stats["final_mean_reward"] = reward
@@ -300,39 +499,52 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             save_checkpoint(iteration)
             summary.update(checkpoint=state["checkpoint"], **stats)
 
-    runner = algo_reg.item.make_runner(env, agent)
+    if context["runtime"] == "async":
+        runner = algo_reg.item.make_runner(env, agent, env_fn=context["env_fn"])
+    else:
+        runner = algo_reg.item.make_runner(env, agent)
     status, error = "normal_completion", None
     t0 = time.monotonic()
-    try:
-        with _signals_raise():
-            runner.learn(max_iterations, on_iteration=on_iteration)
-    except TrainingInterrupted as exc:
-        status = "interrupted" if exc.signum == signal.SIGINT else "terminated"
-        error = f"stopped by {exc}"
-        raise
-    except Exception as exc:
-        status, error = "error", f"{type(exc).__name__}: {exc}"
-        raise
-    finally:
-        if progress is not None:
-            progress.close()
-        elapsed = time.monotonic() - t0
+    with interrupts.installed():
         try:
-            save_checkpoint(state["iteration"])
-        except Exception as exc:  # noqa: BLE001 - recorded, the run's own error wins
-            error = (error + "; " if error else "") + f"checkpoint failed: {exc}"
-        writer.flush()
-        writer.close()
-        stats["env_steps_per_s"] = round(stats["env_steps"] / elapsed, 1) if elapsed > 0 else None
-        summary.update(
-            status=status,
-            error=error,
-            checkpoint=state["checkpoint"],
-            ended_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
-            learn_wall_time_s=round(elapsed, 3),
-            **stats,
-        )
-        summary.update(plot=_write_plot(run_dir, env.num_envs))  # after the final summary
+            runner.learn(max_iterations - start_iteration, on_iteration=on_iteration)
+        except TrainingInterrupted as exc:
+            status = "interrupted" if exc.signum == signal.SIGINT else "terminated"
+            error = f"stopped by {exc}"
+            raise
+        except CollectorDied as exc:
+            status, error = "failed", str(exc).splitlines()[0]
+            raise
+        except Exception as exc:
+            status, error = "error", f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            interrupts.closing = True  # from here on signals are ignored: the shutdown completes
+            if progress is not None:
+                progress.close()
+            elapsed = time.monotonic() - t0
+            try:
+                save_checkpoint(state["iteration"])
+            except Exception as exc:  # noqa: BLE001 - recorded, the run's own error wins
+                error = (error + "; " if error else "") + f"checkpoint failed: {exc}"
+            writer.flush()
+            writer.close()
+            done_steps = (state["iteration"] - start_iteration) * env.num_envs
+            stats["env_steps_per_s"] = round(done_steps / elapsed, 1) if elapsed > 0 else None
+            cleanup_errors = list(getattr(runner, "cleanup_errors", []))
+            summary.update(
+                status=status,
+                error=error,
+                collector_exitcode=getattr(runner, "collector_exitcode", None),
+                cleanup_errors=cleanup_errors,
+                transfer=dict(getattr(runner, "transfer", None) or {}),
+                cuda_context_initialized=torch.cuda.is_initialized(),
+                checkpoint=state["checkpoint"],
+                ended_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+                learn_wall_time_s=round(elapsed, 3),
+                **stats,
+            )
+            summary.update(plot=_write_plot(run_dir, env.num_envs))  # after the final summary
     return run_dir
 
 

@@ -5,6 +5,7 @@ Depends on torch only. Trains on any object satisfying :class:`unilab_rl.vecenv.
 
 from unilab_rl.algorithms.flashsac import FlashSAC, FlashSACConfig
 from unilab_rl.algorithms.sac import SAC, SACConfig
+from unilab_rl.async_runtime import AsyncOffPolicyRunner, CollectorDied
 from unilab_rl.device import DeviceUnavailableError, available_devices, resolve_device
 from unilab_rl.normalizer import RunningMeanStd
 from unilab_rl.replay import Batch, ReplayBuffer
@@ -14,6 +15,8 @@ from unilab_rl.vecenv import VecEnv
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncOffPolicyRunner",
+    "CollectorDied",
     "Batch",
     "DeviceUnavailableError",
     "FlashSAC",

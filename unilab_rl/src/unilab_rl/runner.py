@@ -41,13 +41,33 @@ class LearnSummary:
     """Highest ``Train/mean_reward`` seen during the call."""
     final_mean_episode_length: float | None
     """``Train/mean_episode_length`` at the end, in env steps."""
+    runtime: str = "sync"
+    """``"sync"`` or ``"async"``."""
+    updates: int = 0
+    """Critic updates run in this call."""
+    utd_ratio: float | None = None
+    """Achieved update-to-data ratio: ``updates * batch_size / env_steps`` (None before any step)."""
+    collection_time_s: float = 0.0
+    """Seconds spent stepping envs (and acting); in async mode measured in the collector,
+    overlapping learning."""
+    learning_time_s: float = 0.0
+    """Seconds spent in gradient updates (and, in async mode, copying blocks into the replay)."""
+    learner_wait_time_s: float = 0.0
+    """Async: seconds the learner waited for a full block (0 in sync mode)."""
+    collector_wait_time_s: float = 0.0
+    """Async: seconds the collector waited for a free block (backpressure; 0 in sync mode)."""
+    transfer: dict[str, int] | None = None
+    """Async: transfer counters (blocks, bytes, weight broadcasts and pulls); None in sync mode."""
+    collector_start_time_s: float = 0.0
+    """Async: seconds from starting the collector to its first block (spawn, imports, env build)."""
 
 
 class OffPolicyRunner:
     """Runs an off-policy learner (:class:`~unilab_rl.algorithms.sac.SAC`) on a :class:`VecEnv`.
 
     One iteration is one env step of all envs plus the learner's gradient updates for it. The
-    loop is synchronous (collection, then learning); an asynchronous collector comes later.
+    loop is synchronous (collection, then learning), in one process: the debugging and test mode.
+    :class:`unilab_rl.async_runtime.AsyncOffPolicyRunner` overlaps the two.
 
     Args:
         env: the vector env; :meth:`learn` resets it on its first call.
@@ -64,6 +84,9 @@ class OffPolicyRunner:
         checkpoint_interval: iterations between checkpoints; 0 saves only at the end.
         episode_window: finished episodes averaged into ``Train/mean_reward`` and
             ``Train/mean_episode_length`` (rsl_rl uses 100).
+        seed: seed of the CPU generator of warm-up random actions; ``None`` draws one from
+            torch's global RNG (reproducible under ``torch.manual_seed``). The async runner uses
+            the same rule, so both runtimes take the same warm-up actions.
 
     Raises:
         ValueError: an interval or window out of range.
@@ -79,6 +102,7 @@ class OffPolicyRunner:
         log_interval: int = 1,
         checkpoint_interval: int = 0,
         episode_window: int = 100,
+        seed: int | None = None,
     ) -> None:
         if log_interval < 1 or checkpoint_interval < 0 or episode_window < 1:
             raise ValueError(
@@ -96,6 +120,11 @@ class OffPolicyRunner:
         self._obs: dict[str, torch.Tensor] | None = None
         self._current_return = torch.zeros(env.num_envs, device=env.device)
         self._current_length = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
+        self.seed = draw_seed() if seed is None else seed
+        self._action_generator = torch.Generator().manual_seed(self.seed)
+        self.collector_exitcode: int | None = None
+        """No collector process in sync mode: always None (the async runner sets it)."""
+        self.cleanup_errors: list[str] = []
 
     def learn(
         self,
@@ -135,11 +164,14 @@ class OffPolicyRunner:
         env, algo = self.env, self.algo
         if start_iteration is not None:
             algo.iteration = start_iteration
+        first_iteration = algo.iteration
         learning_starts = algo.cfg.learning_starts
         if self._obs is None:
             self._obs = env.reset()
         best_mean_reward: float | None = None
         last_saved: int | None = None
+        updates = 0
+        collection_time = learning_time = 0.0
         t_start = time.perf_counter()
 
         for _ in range(num_iterations):
@@ -148,7 +180,7 @@ class OffPolicyRunner:
             t0 = time.perf_counter()
             obs = self._obs
             if algo.iteration < learning_starts:
-                actions = algo.random_actions(env.num_envs)
+                actions = algo.random_actions(env.num_envs, self._action_generator)
             else:
                 actions = algo.act(obs["actor"])
             next_obs, rewards, terminated, truncated, extras = env.step(actions)
@@ -163,6 +195,7 @@ class OffPolicyRunner:
             metrics: dict[str, float] = {}
             if len(algo.replay) >= learning_starts * env.num_envs:
                 metrics |= algo.update()
+                updates += algo.cfg.num_updates
                 bad = [k for k, v in metrics.items() if not math.isfinite(v)]
                 if bad:
                     raise FloatingPointError(f"non-finite learner metrics at iteration {algo.iteration}: {bad}")
@@ -180,6 +213,10 @@ class OffPolicyRunner:
             metrics["Perf/collection_time"] = t1 - t0
             metrics["Perf/learning_time"] = t2 - t1
             metrics["Perf/total_fps"] = env.num_envs / max(t2 - t0, 1e-9)
+            collection_time += t1 - t0
+            learning_time += t2 - t1
+            done_steps = (algo.iteration - first_iteration) * env.num_envs
+            metrics["Perf/utd_ratio"] = updates * algo.cfg.batch_size / max(done_steps, 1)
             if self.log_fn is not None and algo.iteration % self.log_interval == 0:
                 self.log_fn(algo.iteration, metrics)
             if self.checkpoint_fn is not None and self.checkpoint_interval and algo.iteration % self.checkpoint_interval == 0:
@@ -201,6 +238,11 @@ class OffPolicyRunner:
             final_mean_reward=self._mean(self.episode_returns),
             best_mean_reward=best_mean_reward,
             final_mean_episode_length=self._mean(self.episode_lengths),
+            runtime="sync",
+            updates=updates,
+            utd_ratio=updates * algo.cfg.batch_size / steps if steps else None,
+            collection_time_s=collection_time,
+            learning_time_s=learning_time,
         )
 
     def _track_episodes(self, rewards: torch.Tensor, done: torch.Tensor) -> None:
@@ -219,4 +261,9 @@ class OffPolicyRunner:
         return sum(values) / len(values) if values else None
 
 
-__all__ = ["LearnSummary", "OffPolicyRunner"]
+def draw_seed() -> int:
+    """A 62-bit seed drawn from torch's global CPU RNG."""
+    return int(torch.randint(0, 2**62, (1,)).item())
+
+
+__all__ = ["LearnSummary", "OffPolicyRunner", "draw_seed"]

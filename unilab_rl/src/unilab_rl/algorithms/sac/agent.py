@@ -16,7 +16,7 @@ from torch import nn
 
 from unilab_rl.algorithms.sac import update as sac_update
 from unilab_rl.algorithms.sac.config import SACConfig
-from unilab_rl.algorithms.sac.networks import Actor, Critic, DeterministicPolicy
+from unilab_rl.algorithms.sac.networks import Actor, Critic, DeterministicPolicy, ExplorationPolicy
 from unilab_rl.device import resolve_device
 from unilab_rl.normalizer import RunningMeanStd
 from unilab_rl.replay import ReplayBuffer
@@ -145,10 +145,27 @@ class SAC:
             actions, _ = self.actor.sample(obs)
         return actions.to(self.env_device)
 
-    def random_actions(self, num: int) -> torch.Tensor:
-        """(num, A) float32 actions uniform in the action box, on the env device (warm-up exploration)."""
+    def random_actions(self, num: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """(num, A) float32 actions uniform in the action box, on the env device (warm-up exploration).
+
+        Args:
+            num: rows.
+            generator: a CPU ``torch.Generator``; the draw is made on the CPU with it, so the
+                synchronous runner and the async collector produce identical warm-up actions
+                from one seed. ``None`` draws from the learner device's global RNG.
+        """
+        if generator is not None:
+            return uniform_actions(self.action_low.cpu(), self.action_high.cpu(), num, generator).to(self.env_device)
         u = torch.rand(num, self.num_actions, device=self.device)
         return (self.action_low + (self.action_high - self.action_low) * u).to(self.env_device)
+
+    def exploration_policy(self) -> ExplorationPolicy:
+        """The live collection policy (shares weights): raw actor obs (B, Da) -> sampled actions (B, A).
+
+        The async runner sends a CPU copy of it to the collector and broadcasts its
+        :meth:`~torch.nn.Module.state_dict` floating tensors (:func:`unilab_rl.async_runtime.flat_state`).
+        """
+        return ExplorationPolicy(self.actor, self.obs_normalizers[self.actor_group] if self.obs_normalizers else None)
 
     def inference_policy(self) -> DeterministicPolicy:
         """A module mapping raw actor observations (B, Da) to deterministic actions (B, A); shares weights."""
@@ -184,6 +201,47 @@ class SAC:
         for group, normalizer in self.obs_normalizers.items():
             normalizer.update(obs[group])
         self.replay.add(obs, actions, rewards, terminated, next_obs)
+
+    @torch.no_grad()
+    def store_steps(
+        self,
+        obs: dict[str, torch.Tensor],
+        actions: torch.Tensor,
+        rewards: torch.Tensor,
+        terminated: torch.Tensor,
+        next_obs: dict[str, torch.Tensor],
+    ) -> int:
+        """Add T env steps of all N envs at once: one copy to the learner device per field, one
+        replay write, then the observation statistics merged step by step (as T :meth:`store`
+        calls would, so both runtimes normalize identically).
+
+        Args:
+            obs, next_obs: group -> (T, N, d) float32 (e.g. views of a shared-memory block).
+            actions: (T, N, A) float32; rewards, terminated: (T, N) float32 / bool.
+
+        Returns:
+            bytes copied from the source tensors.
+
+        Raises:
+            KeyError, ValueError: as :meth:`ReplayBuffer.add`.
+        """
+        steps, n = rewards.shape
+        groups = self.replay.obs_dims
+        nbytes = 0
+
+        def flat(t: torch.Tensor) -> torch.Tensor:
+            nonlocal nbytes
+            nbytes += t.numel() * t.element_size()
+            return t.reshape(steps * n, *t.shape[2:]).to(self.device)
+
+        obs_d = {g: flat(obs[g]) for g in groups}
+        next_d = {g: flat(next_obs[g]) for g in groups}
+        actions_d, rewards_d, terminated_d = flat(actions), flat(rewards), flat(terminated)
+        for group, normalizer in self.obs_normalizers.items():
+            for t in range(steps):
+                normalizer.update(obs_d[group][t * n : (t + 1) * n])
+        self.replay.add(obs_d, actions_d, rewards_d, terminated_d, next_d)
+        return nbytes
 
     # -- Learning ---------------------------------------------------------------------------
 
@@ -334,9 +392,14 @@ class SAC:
         self.num_critic_updates = int(state["num_critic_updates"])
 
 
+def uniform_actions(low: torch.Tensor, high: torch.Tensor, num: int, generator: torch.Generator) -> torch.Tensor:
+    """(num, A) float32 actions uniform in ``[low, high]`` ((A,) CPU tensors), drawn with ``generator``."""
+    return low + (high - low) * torch.rand(num, low.shape[0], generator=generator)
+
+
 def make(env: VecEnv, cfg: SACConfig, device: torch.device | str | None = None) -> SAC:
     """Factory with the uniform algorithm signature ``(env, cfg, device) -> learner``."""
     return SAC(env, cfg, device)
 
 
-__all__ = ["SAC", "make"]
+__all__ = ["SAC", "make", "uniform_actions"]

@@ -112,6 +112,34 @@ class SACConfig:
     updates): ``update()`` took 23-28 ms, against 42-62 ms with ``"default"`` and 40-55 ms
     eager; the first iterations spend 35-50 s compiling."""
 
+    # -- Runtime ----------------------------------------------------------------------------
+    runtime: Literal["sync", "async"] = "sync"
+    """``"sync"``: one process alternates collection and learning (debugging, tests).
+    ``"async"``: a collector process steps the env continuously with a CPU copy of the actor while
+    the learner updates (:class:`unilab_rl.async_runtime.AsyncOffPolicyRunner`). Needs a
+    host-bridge (CPU) env built from a picklable factory. Default stays ``"sync"`` until measured
+    on the GPU machine."""
+    block_steps: int = 8
+    """Async: env steps per shared-memory block (a block holds ``block_steps * num_envs``
+    transitions and crosses to the learner in one copy)."""
+    num_blocks: int = 4
+    """Async: blocks in the shared-memory ring (>= 2). The collector runs at most this many blocks
+    ahead of the learner, then waits (backpressure)."""
+    sync_weights_every: int = 8
+    """Async: critic updates between two broadcasts of the actor weights and the actor's
+    observation normalizer to the collector."""
+    collector_threads: int = 1
+    """Async: torch intra-op threads of the collector's policy inference (the physics pool has
+    its own threads, ``sim.nthread``)."""
+    learner_threads: int = 0
+    """Async: torch intra-op threads of the learner process; 0 = automatic (1 on an accelerator,
+    the cores left after physics and collector on the CPU, at least 1)."""
+    resume: str | None = None
+    """Resume training: ``"latest"`` (newest run of this algo and task under
+    ``training.log_dir``), a run directory or a ``.pt`` checkpoint. Restores networks, optimizers,
+    temperature, normalizers, RNG states and the iteration count; training continues to
+    ``max_iterations``. The replay buffer starts empty."""
+
     def __post_init__(self) -> None:
         """Check value ranges.
 
@@ -119,11 +147,12 @@ class SACConfig:
             ValueError: naming the first field out of range and its value.
         """
         positive = ("num_envs", "max_iterations", "buffer_size_per_env", "batch_size", "num_updates",
-                    "policy_frequency")
+                    "policy_frequency", "block_steps", "sync_weights_every", "collector_threads")
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"SACConfig.{name} must be >= 1, got {getattr(self, name)!r}")
-        nonnegative = ("learning_starts", "weight_decay", "max_grad_norm", "target_entropy_scale")
+        nonnegative = ("learning_starts", "weight_decay", "max_grad_norm", "target_entropy_scale",
+                       "learner_threads")
         for name in nonnegative:
             if getattr(self, name) < 0:
                 raise ValueError(f"SACConfig.{name} must be >= 0, got {getattr(self, name)!r}")
@@ -138,6 +167,10 @@ class SACConfig:
             raise ValueError(
                 f"SACConfig.log_std_min must be < log_std_max, got {self.log_std_min!r} >= {self.log_std_max!r}"
             )
+        if self.runtime not in ("sync", "async"):
+            raise ValueError(f"SACConfig.runtime must be 'sync' or 'async', got {self.runtime!r}")
+        if self.num_blocks < 2:
+            raise ValueError(f"SACConfig.num_blocks must be >= 2, got {self.num_blocks!r}")
         if self.critic_reduction not in ("min", "mean"):
             raise ValueError(f"SACConfig.critic_reduction must be 'min' or 'mean', got {self.critic_reduction!r}")
         if self.use_compile not in (True, False, "auto"):

@@ -224,4 +224,27 @@ class DeterministicPolicy(nn.Module):
         return self.actor.deterministic_action(self.normalizer(obs))
 
 
-__all__ = ["Actor", "Critic", "DeterministicPolicy", "mlp", "squashed_gaussian_log_prob"]
+class ExplorationPolicy(nn.Module):
+    """Collection policy: raw actor observation -> sampled action, as :meth:`SAC.act` does.
+
+    Shares (does not copy) the actor and normalizer it is given; the async collector runs a CPU
+    copy of it and refreshes its weights from the learner's broadcasts.
+
+    Args:
+        actor: the :class:`Actor`.
+        normalizer: the actor-group :class:`RunningMeanStd`, or ``None``.
+    """
+
+    def __init__(self, actor: Actor, normalizer: RunningMeanStd | None) -> None:
+        super().__init__()
+        self.actor = actor
+        self.normalizer = normalizer if normalizer is not None else nn.Identity()
+
+    @torch.no_grad()
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """(B, obs_dim) raw float32 observation -> (B, A) float32 sampled action in the env's units
+        (draws from torch's global RNG of the module's device)."""
+        return self.actor.sample(self.normalizer(obs))[0]
+
+
+__all__ = ["Actor", "Critic", "DeterministicPolicy", "ExplorationPolicy", "mlp", "squashed_gaussian_log_prob"]

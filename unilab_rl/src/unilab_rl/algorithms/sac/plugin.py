@@ -11,14 +11,41 @@ def unilab_rl_register_algorithms(register):
     from unilab_rl.algorithms.sac.agent import make
     from unilab_rl.algorithms.sac.config import SACConfig
     from unilab_rl.registry import AlgorithmSpec
-    from unilab_rl.runner import OffPolicyRunner
 
     register(
         "sac",
         AlgorithmSpec(
             config_cls=SACConfig,
             make_agent=make,
-            make_runner=OffPolicyRunner,
+            make_runner=make_runner,
             description="soft actor-critic: twin critics, target networks, automatic temperature",
         ),
     )
+
+
+def make_runner(env, agent, *, env_fn=None, **kwargs):
+    """The runner ``agent.cfg.runtime`` asks for.
+
+    Args:
+        env: the vector env (used by the synchronous runner).
+        agent: the SAC learner.
+        env_fn: picklable zero-argument env factory, required for ``runtime="async"`` (the
+            collector process builds its own env with it).
+        **kwargs: passed to the runner (``log_fn``, ``checkpoint_fn``, intervals, ``seed``).
+
+    Returns:
+        :class:`~unilab_rl.runner.OffPolicyRunner` or
+        :class:`~unilab_rl.async_runtime.AsyncOffPolicyRunner`.
+
+    Raises:
+        ValueError: ``runtime="async"`` without ``env_fn``.
+    """
+    if agent.cfg.runtime == "async":
+        if env_fn is None:
+            raise ValueError("runtime='async' needs env_fn, a picklable factory of the env for the collector process")
+        from unilab_rl.async_runtime import AsyncOffPolicyRunner
+
+        return AsyncOffPolicyRunner(env_fn, agent, **kwargs)
+    from unilab_rl.runner import OffPolicyRunner
+
+    return OffPolicyRunner(env, agent, **kwargs)

@@ -1,0 +1,161 @@
+"""Env steps/s of SAC training in the sync and async runtimes, against physics alone.
+
+From the repository root (packages installed), e.g. on the 16-core GPU machine:
+
+    python benchmarks/async_vs_sync.py --num-envs 1024 --iterations 300 --device cuda --out async.json
+
+Uses the ``g1_walk_flat`` task with the ``laptop`` preset's algo settings (``--preset`` to change,
+``--set key=value`` to override, as ``unilab train``), no run directory. Four measurements, one after
+the other in this process:
+
+* ``physics``: ``env.step`` with uniform random actions, no learner: the ceiling.
+* ``inference``: one actor forward (sampled action, normalizer included) for ``num_envs`` rows on
+  the collector's CPU with ``--collector-threads`` torch threads, and on the learner device
+  including the host->device and device->host copies: where acting is cheaper.
+* ``sync``: :class:`unilab_rl.OffPolicyRunner`, ``--iterations`` iterations.
+* ``async``: :class:`unilab_rl.AsyncOffPolicyRunner`, the same; ``steady`` excludes the
+  collector's start-up (spawn, imports, env build).
+
+Physics threads: ``--nthread`` (0 = :func:`unilab.train.thread_split`'s choice: in async mode the
+cores left after the collector and learner threads; in sync mode every core). Learner torch
+threads: ``--learner-threads`` in both runtimes when given (on a busy CPU, torch's default thread
+count can be far slower than 1 for these small networks), else the split's choice (sync: torch's
+default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import time
+
+import torch
+
+
+def _time(fn, repeats: int) -> float:
+    fn()  # warm-up
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        fn()
+    return (time.perf_counter() - t0) / repeats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--num-envs", type=int, default=32)
+    parser.add_argument("--iterations", type=int, default=100)
+    parser.add_argument("--device", default="auto", help="learner device (auto, cpu, cuda, ...)")
+    parser.add_argument("--nthread", type=int, default=0, help="physics threads; 0 = automatic split")
+    parser.add_argument("--collector-threads", type=int, default=1)
+    parser.add_argument("--learner-threads", type=int, default=0)
+    parser.add_argument("--block-steps", type=int, default=None)
+    parser.add_argument("--preset", default="laptop")
+    parser.add_argument("--set", action="append", default=[], help="extra key=value override (repeatable)")
+    parser.add_argument("--skip", action="append", default=[], choices=["physics", "inference", "sync", "async"])
+    parser.add_argument("--out", default=None, help="write the results as JSON here")
+    args = parser.parse_args()
+
+    from unilab.train import _algo_config, prepare, seed_everything, thread_split
+    from unilab_rl import AsyncOffPolicyRunner, OffPolicyRunner
+    from unilab_rl.device import resolve_device
+
+    overrides = [f"algo.num_envs={args.num_envs}", f"algo.max_iterations={max(args.iterations, 1)}",
+                 f"algo.collector_threads={args.collector_threads}",
+                 f"algo.learner_threads={args.learner_threads}", *args.set]
+    if args.block_steps:
+        overrides.append(f"algo.block_steps={args.block_steps}")
+    algo_reg, task_reg, backend_reg, cfg = prepare("sac", "g1_walk_flat", "mujoco", overrides, args.preset)
+    device = resolve_device(args.device)
+    if device.type == "cuda":
+        torch.set_float32_matmul_precision("high")
+    results: dict = {"num_envs": args.num_envs, "iterations": args.iterations, "device": str(device),
+                     "torch_threads_default": torch.get_num_threads()}
+
+    def env_fn(nthread: int):
+        return functools.partial(
+            task_reg.item.make_env, cfg.env, backend_cls=backend_reg.item, num_envs=args.num_envs,
+            nthread=nthread, cpu_ids=cfg.sim.cpu_ids, robot_mjcf=cfg.robot.mjcf, seed=cfg.training.seed,
+        )
+
+    default_threads = torch.get_num_threads()
+    for runtime in ("physics", "inference", "sync", "async"):
+        if runtime in args.skip:
+            continue
+        seed_everything(cfg.training.seed)
+        algo_cfg = _algo_config(algo_reg, cfg.model_copy(update={"algo": cfg.algo.model_copy(
+            update={"runtime": "async" if runtime == "async" else "sync"})}))
+        threads = thread_split(algo_cfg.runtime, args.nthread, args.collector_threads, args.learner_threads, device)
+        if algo_cfg.runtime == "sync" and args.learner_threads:  # same learner threads in both runtimes
+            threads["learner"] = args.learner_threads
+        torch.set_num_threads(threads["learner"] or default_threads)
+        env = env_fn(threads["physics"])()
+        try:
+            agent = algo_reg.item.make_agent(env, algo_cfg, device)
+            if runtime == "physics":
+                env.reset()
+                gen = torch.Generator().manual_seed(0)
+                step = lambda: env.step(agent.random_actions(env.num_envs, gen))  # noqa: E731
+                dt = _time(step, args.iterations)
+                results["physics"] = {"env_steps_per_s": args.num_envs / dt, "threads": threads}
+            elif runtime == "inference":
+                obs = env.reset()["actor"]
+                cpu_policy = __import__("copy").deepcopy(agent.exploration_policy()).to("cpu")
+                live = agent.exploration_policy()
+                torch.set_num_threads(args.collector_threads)
+                cpu_s = _time(lambda: cpu_policy(obs), 50)
+                torch.set_num_threads(threads["learner"] or default_threads)
+
+                def on_device():
+                    out = live(obs.to(device, non_blocking=True)).to("cpu")
+                    return out
+
+                dev_s = _time(on_device, 50)
+                results["inference"] = {
+                    "collector_cpu_ms": cpu_s * 1e3, "learner_device_ms": dev_s * 1e3,
+                    "collector_threads": args.collector_threads,
+                    "faster": "collector_cpu" if cpu_s <= dev_s else "learner_device",
+                }
+            else:
+                if runtime == "sync":
+                    runner = OffPolicyRunner(env, agent)
+                else:
+                    runner = AsyncOffPolicyRunner(env_fn(threads["physics"]), agent)
+                summary = runner.learn(args.iterations)
+                steady = summary.wall_time_s - summary.collector_start_time_s
+                results[runtime] = {
+                    "env_steps_per_s": summary.fps,
+                    "steady_env_steps_per_s": summary.env_steps / steady if steady > 0 else None,
+                    "wall_time_s": summary.wall_time_s,
+                    "collector_start_time_s": summary.collector_start_time_s,
+                    "collection_time_s": summary.collection_time_s,
+                    "learning_time_s": summary.learning_time_s,
+                    "learner_wait_time_s": summary.learner_wait_time_s,
+                    "collector_wait_time_s": summary.collector_wait_time_s,
+                    "utd_ratio": summary.utd_ratio,
+                    "transfer": summary.transfer,
+                    "threads": threads,
+                    "compile_backend": getattr(agent, "compile_backend", "eager"),
+                }
+        finally:
+            env.close()
+        print(runtime, json.dumps(results[runtime], default=str), flush=True)
+
+    print()
+    print(f"{'':10s} {'env steps/s':>12s} {'steady':>10s}")
+    for key in ("physics", "sync", "async"):
+        if key in results:
+            r = results[key]
+            steady = r.get("steady_env_steps_per_s")
+            print(f"{key:10s} {r['env_steps_per_s']:12.1f} {'' if steady is None else f'{steady:10.1f}'}")
+    if "inference" in results:
+        r = results["inference"]
+        print(f"policy inference at {args.num_envs} envs: collector CPU ({r['collector_threads']} thread) "
+              f"{r['collector_cpu_ms']:.3f} ms, learner {device} {r['learner_device_ms']:.3f} ms -> {r['faster']}")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(results, f, indent=2, default=str)
+
+
+if __name__ == "__main__":
+    main()

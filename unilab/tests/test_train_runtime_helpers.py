@@ -1,0 +1,54 @@
+"""Helpers of `unilab train` for the async runtime and resume: RNG state round trip through a
+weights-only checkpoint, the CPU thread split, and resume checkpoint lookup."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from unilab.train import UserError, find_resume_checkpoint, rng_state, set_rng_state, thread_split
+
+
+def _draws() -> tuple:
+    return random.random(), float(np.random.normal()), float(np.random.rand()), float(torch.rand(1))
+
+
+def test_rng_state_survives_a_weights_only_checkpoint(tmp_path) -> None:
+    random.seed(1), np.random.seed(2), torch.manual_seed(3)
+    np.random.normal()  # leaves a cached gaussian in numpy's state
+    torch.save({"rng": rng_state()}, tmp_path / "ckpt.pt")
+    expected = _draws()
+    _draws(), _draws()
+    set_rng_state(torch.load(tmp_path / "ckpt.pt", weights_only=True)["rng"])
+    assert _draws() == expected
+
+
+def test_thread_split_keeps_cores_for_collector_and_learner() -> None:
+    cores = len(os.sched_getaffinity(0))
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    assert thread_split("sync", 0, 1, 0, cpu) == {"physics": cores, "collector": 0, "learner": 0}
+    split = thread_split("async", 0, 1, 0, cuda)
+    assert split["learner"] == 1 and split["collector"] == 1
+    assert split["physics"] == max(1, cores - 2)
+    assert thread_split("async", 6, 2, 3, cpu) == {"physics": 6, "collector": 2, "learner": 3}
+    assert min(thread_split("async", 0, 1, 0, cpu).values()) >= 1
+
+
+def test_find_resume_checkpoint(tmp_path) -> None:
+    with pytest.raises(UserError, match="no run with a model_last.pt"):
+        find_resume_checkpoint("latest", str(tmp_path), "sac", "g1_walk_flat")
+    old, new = (tmp_path / "sac" / "g1_walk_flat" / name for name in ("a", "b"))
+    for age, run in ((100, old), (0, new)):
+        run.mkdir(parents=True)
+        (run / "model_last.pt").write_bytes(b"x")
+        os.utime(run / "model_last.pt", (time.time() - age, time.time() - age))
+    assert find_resume_checkpoint("latest", str(tmp_path), "sac", "g1_walk_flat") == new / "model_last.pt"
+    assert find_resume_checkpoint(str(old), str(tmp_path), "sac", "g1_walk_flat") == old / "model_last.pt"
+    assert find_resume_checkpoint(str(old / "model_last.pt"), "x", "sac", "t") == old / "model_last.pt"
+    with pytest.raises(UserError, match="no such checkpoint"):
+        find_resume_checkpoint(str(tmp_path / "missing"), str(tmp_path), "sac", "g1_walk_flat")

@@ -1,0 +1,713 @@
+"""Asynchronous off-policy runtime: a collector process steps the env while the learner updates.
+
+::
+
+    collector process (CPU only)                    learner = main process (owns the replay)
+    ---------------------------------------         -----------------------------------------
+    env = env_fn(); obs = env.reset()               start collector, hand it every block
+    loop:                                           loop:
+      i = free.get()      (waits: backpressure)       i, info = full.get()   (waits: starved)
+      T steps: act (random during warm-up, else       one copy of block i into the replay,
+        the CPU actor copy), env.step, write          free.put(i)
+        obs, a, r, terminated, final_obs into i       T iterations: num_updates updates each,
+      full.put((i, episode stats + env logs))         log, checkpoint; every sync_weights_every
+      pull actor weights when their version moved     updates: broadcast actor + normalizer
+
+Transitions cross through a preallocated ring of ``num_blocks`` shared-memory blocks
+(:class:`SharedBlocks`); block indices travel over two queues (free, full). Actor weights and the
+actor's observation normalizer travel back through one shared float32 vector with a version
+counter (:class:`SharedWeights`). The collector never initializes CUDA (``CUDA_VISIBLE_DEVICES``
+is emptied in it) and runs with ``collector_threads`` torch threads; physics has its own pool.
+
+The update-to-data ratio is held by design: the learner runs exactly ``num_updates`` updates per
+env step it receives; when it is the slower side the collector waits for a free block, when the
+collector is slower the learner waits for a full one. Both waits are measured.
+
+One iteration is, as in the synchronous runner, one env step of all envs plus its updates, so
+iteration counts, checkpoints, metrics and ``learning_starts`` mean the same in both runtimes.
+
+Lifecycle: :meth:`AsyncOffPolicyRunner.learn` always stops its collector before returning or
+raising (stop event, join with a timeout, then terminate, then kill) and records the exit code in
+:attr:`AsyncOffPolicyRunner.collector_exitcode` and problems in ``cleanup_errors``. A collector
+that dies or raises makes ``learn`` raise :class:`CollectorDied`. The collector ignores SIGINT
+(a terminal's Ctrl-C reaches the whole process group; the learner decides), stops cleanly on
+SIGTERM, and exits when its parent process goes away.
+"""
+
+from __future__ import annotations
+
+import copy
+import ctypes
+import math
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.multiprocessing as tmp
+from torch import nn
+
+from unilab_rl.runner import LearnSummary, draw_seed
+from unilab_rl.vecenv import VecEnv
+
+if TYPE_CHECKING:
+    from unilab_rl.algorithms.sac.agent import SAC
+
+POLL_S = 0.2
+"""Seconds between liveness checks while waiting on a queue or a lock."""
+
+
+class CollectorDied(RuntimeError):
+    """The collector process exited or raised while the learner still needed data.
+
+    Attributes:
+        exitcode: the process's exit code (negative: killed by that signal), or None if unknown.
+        iteration: the learner's iteration counter when the death was noticed.
+    """
+
+    def __init__(self, message: str, exitcode: int | None = None, iteration: int | None = None) -> None:
+        super().__init__(message)
+        self.exitcode = exitcode
+        self.iteration = iteration
+
+
+# ----------------------------------------------------------------------------- shared memory
+class SharedBlocks:
+    """A ring of ``num_blocks`` transition blocks in shared memory.
+
+    Each field is one tensor whose first two dimensions are (block, step):
+
+    - ``obs[g]``, ``next_obs[g]``: (num_blocks, block_steps, num_envs, obs_dims[g]) float32;
+      ``next_obs`` is the env's ``extras["final_obs"]`` (pre-reset observation).
+    - ``actions``: (num_blocks, block_steps, num_envs, A) float32.
+    - ``rewards``: (num_blocks, block_steps, num_envs) float32.
+    - ``terminated``: (num_blocks, block_steps, num_envs) bool.
+
+    Created in the learner and pickled to the collector (torch shares the storage through file
+    descriptors: no file or manager process is left behind).
+
+    Raises:
+        ValueError: a size < 1.
+    """
+
+    def __init__(self, num_blocks: int, block_steps: int, num_envs: int, obs_dims: dict[str, int], num_actions: int):
+        if min(num_blocks, block_steps, num_envs, num_actions, *obs_dims.values()) < 1:
+            raise ValueError(
+                f"SharedBlocks sizes must be >= 1, got num_blocks={num_blocks}, block_steps={block_steps}, "
+                f"num_envs={num_envs}, obs_dims={obs_dims}, num_actions={num_actions}"
+            )
+        self.num_blocks, self.block_steps, self.num_envs = num_blocks, block_steps, num_envs
+        self.obs_dims = dict(obs_dims)
+        lead = (num_blocks, block_steps, num_envs)
+        self.obs = {g: torch.zeros(*lead, d).share_memory_() for g, d in obs_dims.items()}
+        self.next_obs = {g: torch.zeros(*lead, d).share_memory_() for g, d in obs_dims.items()}
+        self.actions = torch.zeros(*lead, num_actions).share_memory_()
+        self.rewards = torch.zeros(*lead).share_memory_()
+        self.terminated = torch.zeros(*lead, dtype=torch.bool).share_memory_()
+
+    def block_nbytes(self) -> int:
+        """Bytes of one full block."""
+        tensors = [*self.obs.values(), *self.next_obs.values(), self.actions, self.rewards, self.terminated]
+        return sum(t[0].numel() * t.element_size() for t in tensors)
+
+    def tensors(self) -> list[torch.Tensor]:
+        """Every shared tensor of the ring."""
+        return [*self.obs.values(), *self.next_obs.values(), self.actions, self.rewards, self.terminated]
+
+    def pin(self) -> bool:
+        """Page-lock the ring for the CUDA driver (``cudaHostRegister``), so block copies to the
+        GPU need no staging copy. Learner side only. Returns False (and leaves nothing registered)
+        when CUDA is unavailable or registration fails; the copies then go through pageable
+        memory, which is correct, only slower."""
+        done: list[torch.Tensor] = []
+        try:
+            cudart = torch.cuda.cudart()
+            for t in self.tensors():
+                err = cudart.cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(), 0)
+                if int(err) != 0:
+                    raise RuntimeError(f"cudaHostRegister: {err}")
+                done.append(t)
+        except Exception:  # noqa: BLE001 - pinning is an optimization
+            self._unregister(done)
+            return False
+        self._pinned = done
+        return True
+
+    def unpin(self) -> None:
+        """Undo :meth:`pin` (before the storage goes away). Never raises."""
+        self._unregister(getattr(self, "_pinned", []))
+        self._pinned = []
+
+    @staticmethod
+    def _unregister(tensors: list[torch.Tensor]) -> None:
+        for t in tensors:
+            try:
+                torch.cuda.cudart().cudaHostUnregister(t.data_ptr())
+            except Exception:  # noqa: BLE001
+                pass
+
+    def write(self, block: int, step: int, obs, actions, rewards, terminated, next_obs) -> None:
+        """Copy one env step ((N, ...) tensors as the env returns them) into ``block`` at ``step``."""
+        for g in self.obs_dims:
+            self.obs[g][block, step].copy_(obs[g])
+            self.next_obs[g][block, step].copy_(next_obs[g])
+        self.actions[block, step].copy_(actions)
+        self.rewards[block, step].copy_(rewards)
+        self.terminated[block, step].copy_(terminated)
+
+    def view(self, block: int, steps: int) -> tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
+        """(obs, actions, rewards, terminated, next_obs) of the first ``steps`` steps of ``block``,
+        each (steps, N, ...), views of the shared storage."""
+        return (
+            {g: v[block, :steps] for g, v in self.obs.items()},
+            self.actions[block, :steps],
+            self.rewards[block, :steps],
+            self.terminated[block, :steps],
+            {g: v[block, :steps] for g, v in self.next_obs.items()},
+        )
+
+
+def flat_state(module: nn.Module) -> torch.Tensor:
+    """The floating-point entries of ``module.state_dict()`` concatenated: (P,) float32 on the
+    module's device (parameters and normalizer statistics; integer buffers are skipped)."""
+    parts = [t.detach().reshape(-1).float() for t in module.state_dict().values() if t.is_floating_point()]
+    return torch.cat(parts)
+
+
+def load_flat_state(module: nn.Module, flat: torch.Tensor) -> None:
+    """Inverse of :func:`flat_state`: copy (P,) values into the module's floating-point state.
+
+    Raises:
+        ValueError: ``flat`` has the wrong length.
+    """
+    tensors = [t for t in module.state_dict(keep_vars=True).values() if t.is_floating_point()]
+    total = sum(t.numel() for t in tensors)
+    if flat.numel() != total:
+        raise ValueError(f"flat state has {flat.numel()} values, the module {total}")
+    offset = 0
+    with torch.no_grad():
+        for t in tensors:
+            t.copy_(flat[offset : offset + t.numel()].view_as(t))
+            offset += t.numel()
+
+
+class SharedWeights:
+    """Actor weights (+ normalizer statistics) broadcast from learner to collector.
+
+    ``values``: (P,) float32 shared vector; ``version``: (1,) int64 shared counter, bumped by each
+    :meth:`publish`; a multiprocessing lock guards both. Waits for the lock are bounded
+    (:data:`POLL_S`) and call ``alive()`` between tries, so a peer killed while holding it cannot
+    hang the other side forever.
+    """
+
+    def __init__(self, size: int, ctx) -> None:
+        self.values = torch.zeros(size).share_memory_()
+        self.version = torch.zeros(1, dtype=torch.int64).share_memory_()
+        self.lock = ctx.Lock()
+
+    def _acquire(self, alive: Callable[[], bool]) -> None:
+        while not self.lock.acquire(timeout=POLL_S):
+            if not alive():
+                raise CollectorDied("the weight lock's other holder died")
+
+    def publish(self, flat: torch.Tensor, alive: Callable[[], bool] = lambda: True) -> int:
+        """Copy (P,) ``flat`` (any device; moved to the CPU before locking), bump the version.
+
+        Returns:
+            bytes written.
+        """
+        flat = flat.detach().to("cpu", torch.float32)
+        self._acquire(alive)
+        try:
+            self.values.copy_(flat)
+            self.version += 1
+        finally:
+            self.lock.release()
+        return flat.numel() * 4
+
+    def pull(self, into: nn.Module, have: int, alive: Callable[[], bool] = lambda: True) -> int:
+        """Load the weights into ``into`` if their version differs from ``have``.
+
+        Returns:
+            the version now loaded (``have`` when nothing changed).
+        """
+        if int(self.version[0]) == have:  # unlocked peek: a torn read only delays the pull
+            return have
+        self._acquire(alive)
+        try:
+            flat = self.values.clone()
+            version = int(self.version[0])
+        finally:
+            self.lock.release()
+        load_flat_state(into, flat)
+        return version
+
+
+# ----------------------------------------------------------------------------- collector
+@dataclass
+class CollectorSpec:
+    """Plain settings handed to the collector process."""
+
+    total_steps: int
+    start_iteration: int
+    learning_starts: int
+    seed: int
+    torch_threads: int
+    parent_pid: int
+    action_low: torch.Tensor
+    action_high: torch.Tensor
+
+
+def _set_parent_death_signal() -> None:
+    """Linux: have the kernel SIGKILL this process when its parent thread exits (best effort)."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
+
+
+def _collector_main(env_fn, policy, blocks: SharedBlocks, weights: SharedWeights, free_q, full_q, stop_event,
+                    spec: CollectorSpec) -> None:
+    """Collector process body (spawned). Exit code 0 when stopped, 1 after reporting an error."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""  # never a CUDA context here
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C hits the group; the learner decides
+    term = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: term.set())
+    _set_parent_death_signal()
+    torch.set_num_threads(spec.torch_threads)
+
+    def stopping() -> bool:
+        return stop_event.is_set() or term.is_set() or os.getppid() != spec.parent_pid
+
+    env = None
+    try:
+        torch.manual_seed(spec.seed + 1)  # policy sampling noise
+        generator = torch.Generator().manual_seed(spec.seed)  # warm-up actions, as the sync runner
+        env = env_fn()
+        if env.num_envs != blocks.num_envs:
+            raise ValueError(f"env_fn built {env.num_envs} envs, the learner expects {blocks.num_envs}")
+        if torch.device(env.device).type != "cpu":
+            raise ValueError(f"the async collector needs a CPU (host-bridge) env, got device {env.device}")
+        from unilab_rl.algorithms.sac.agent import uniform_actions
+
+        obs = env.reset()
+        num_envs = env.num_envs
+        ep_return = torch.zeros(num_envs)
+        ep_length = torch.zeros(num_envs, dtype=torch.long)
+        version, pulls, iteration, produced = 0, 0, spec.start_iteration, 0
+        alive = lambda: not stopping()  # noqa: E731
+        while produced < spec.total_steps:
+            t_wait = time.perf_counter()
+            while True:
+                if stopping():
+                    return
+                try:
+                    block = free_q.get(timeout=POLL_S)
+                    break
+                except queue.Empty:
+                    continue
+            t0 = time.perf_counter()
+            steps = min(blocks.block_steps, spec.total_steps - produced)
+            finished: list[tuple[list[float], list[int]]] = []
+            logs: list[dict[str, float]] = []
+            for t in range(steps):
+                new = weights.pull(policy, version, alive)
+                pulls += new != version
+                version = new
+                if iteration < spec.learning_starts:
+                    actions = uniform_actions(spec.action_low, spec.action_high, num_envs, generator)
+                else:
+                    actions = policy(obs["actor"])
+                next_obs, rewards, terminated, truncated, extras = env.step(actions)
+                if "final_obs" not in extras:
+                    raise KeyError("env.step extras lack 'final_obs' (the pre-reset observation), required by VecEnv")
+                blocks.write(block, t, obs, actions, rewards, terminated, extras["final_obs"])
+                obs = next_obs
+                ep_return += rewards
+                ep_length += 1
+                done = terminated | truncated
+                if bool(done.any()):
+                    finished.append((ep_return[done].tolist(), ep_length[done].tolist()))
+                    ep_return[done] = 0.0
+                    ep_length[done] = 0
+                else:
+                    finished.append(([], []))
+                logs.append({k: float(v) for k, v in extras.get("log", {}).items()})
+                iteration += 1
+            produced += steps
+            info = {
+                "steps": steps,
+                "episodes": finished,
+                "logs": logs,
+                "collect_time": time.perf_counter() - t0,
+                "wait_time": t0 - t_wait,
+                "weight_pulls": pulls,
+                "policy_version": version,
+            }
+            full_q.put((block, info))
+        while not stopping():  # all data delivered: wait to be stopped
+            time.sleep(POLL_S)
+    except BaseException:  # noqa: BLE001 - reported to the learner, then a non-zero exit
+        if stopping():  # e.g. a lock wait cut short by the stop: not an error
+            return
+        if env is not None:
+            try:
+                env.close()
+            except Exception:  # noqa: BLE001 - the original error is the one to report
+                pass
+        full_q.put(("error", traceback.format_exc(limit=8)))
+        full_q.close()
+        full_q.join_thread()
+        os._exit(1)
+    finally:
+        if env is not None:
+            env.close()
+
+
+# ----------------------------------------------------------------------------- learner
+class AsyncOffPolicyRunner:
+    """Off-policy training with collection in a separate process (see the module docstring).
+
+    Args:
+        env_fn: picklable zero-argument callable building the :class:`VecEnv` in the collector
+            (e.g. ``functools.partial(module_level_make_env, config)``); it must build a CPU env
+            with ``algo.num_envs`` envs and the observation groups the learner stores.
+        algo: the learner (:class:`~unilab_rl.algorithms.sac.SAC`: ``exploration_policy``,
+            ``store_steps``, ``update``, ``replay``, ``cfg`` with ``block_steps``, ``num_blocks``,
+            ``sync_weights_every``, ``collector_threads``, ``learning_starts``, ``num_updates``,
+            ``batch_size``).
+        log_fn, checkpoint_fn, log_interval, checkpoint_interval, episode_window, seed: as
+            :class:`~unilab_rl.runner.OffPolicyRunner`.
+        start_timeout_s: seconds the learner waits for the first block (collector start: imports,
+            env build) before failing.
+
+    Attributes:
+        collector_exitcode: exit code of the last collector (None before one ran, or if it could
+            not be reaped); negative: killed by that signal.
+        cleanup_errors: problems met while stopping the collector (strings).
+        transfer: counters: ``blocks``, ``bytes_to_learner``, ``weight_broadcasts``,
+            ``weight_bytes``, ``weight_pulls``, and ``pinned`` (1 when the block ring is page-locked
+            for CUDA copies).
+
+    Raises:
+        ValueError: an interval or window out of range.
+    """
+
+    def __init__(
+        self,
+        env_fn: Callable[[], VecEnv],
+        algo: SAC,
+        *,
+        log_fn: Callable[[int, dict[str, float]], None] | None = None,
+        checkpoint_fn: Callable[[int], None] | None = None,
+        log_interval: int = 1,
+        checkpoint_interval: int = 0,
+        episode_window: int = 100,
+        seed: int | None = None,
+        start_timeout_s: float = 300.0,
+    ) -> None:
+        if log_interval < 1 or checkpoint_interval < 0 or episode_window < 1:
+            raise ValueError(
+                f"need log_interval >= 1, checkpoint_interval >= 0, episode_window >= 1; got "
+                f"{log_interval}, {checkpoint_interval}, {episode_window}"
+            )
+        self.env_fn = env_fn
+        self.algo = algo
+        self.log_fn = log_fn
+        self.checkpoint_fn = checkpoint_fn
+        self.log_interval = log_interval
+        self.checkpoint_interval = checkpoint_interval
+        self.start_timeout_s = start_timeout_s
+        self.episode_returns: deque[float] = deque(maxlen=episode_window)
+        self.episode_lengths: deque[int] = deque(maxlen=episode_window)
+        self.seed = draw_seed() if seed is None else seed
+        self.collector_exitcode: int | None = None
+        self.cleanup_errors: list[str] = []
+        self.transfer = {"blocks": 0, "bytes_to_learner": 0, "weight_broadcasts": 0, "weight_bytes": 0,
+                         "weight_pulls": 0, "pinned": 0}
+        self._proc = None
+
+    # -- process management -------------------------------------------------------------
+    def _start(self, num_steps: int, ctx) -> tuple:
+        algo, cfg = self.algo, self.algo.cfg
+        blocks = SharedBlocks(cfg.num_blocks, cfg.block_steps, algo.num_envs, algo.replay.obs_dims, algo.num_actions)
+        live = algo.exploration_policy()
+        policy = copy.deepcopy(live).to("cpu")
+        weights = SharedWeights(flat_state(live).numel(), ctx)
+        free_q, full_q, stop = ctx.Queue(), ctx.Queue(), ctx.Event()
+        for i in range(cfg.num_blocks):
+            free_q.put(i)
+        spec = CollectorSpec(
+            total_steps=num_steps,
+            start_iteration=algo.iteration,
+            learning_starts=cfg.learning_starts,
+            seed=self.seed,
+            torch_threads=cfg.collector_threads,
+            parent_pid=os.getpid(),
+            action_low=algo.action_low.detach().cpu(),
+            action_high=algo.action_high.detach().cpu(),
+        )
+        proc = ctx.Process(
+            target=_collector_main,
+            args=(self.env_fn, policy, blocks, weights, free_q, full_q, stop, spec),
+            name="unilab-collector",
+            daemon=True,
+        )
+        # The child inherits an ignored SIGINT from the moment it exists (Python keeps SIG_IGN at
+        # start-up), so a Ctrl-C during its imports cannot kill it with a traceback.
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        try:
+            proc.start()
+        finally:
+            if main:
+                signal.signal(signal.SIGINT, previous)
+        self._proc = proc
+        return proc, blocks, weights, free_q, full_q, stop
+
+    def _stop(self, proc, stop, queues, timeout_s: float = 10.0) -> None:
+        """Stop and reap the collector, holding back SIGINT/SIGTERM until it is reaped (they are
+        re-raised afterwards, so the caller's handlers still see them). Never raises itself."""
+        held: list[int] = []
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            previous = {s: signal.signal(s, lambda signum, frame: held.append(signum))
+                        for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self._reap(proc, stop, queues, timeout_s)
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+            for signum in dict.fromkeys(held):
+                signal.raise_signal(signum)
+
+    def _reap(self, proc, stop, queues, timeout_s: float) -> None:
+        """Event, join, terminate, join, kill, join; then close the queues and the process."""
+        try:
+            stop.set()
+        except Exception as exc:  # noqa: BLE001
+            self.cleanup_errors.append(f"stop event: {type(exc).__name__}: {exc}")
+        for action, wait in (("join", timeout_s), ("terminate", 5.0), ("kill", 5.0)):
+            try:
+                if action == "terminate" and proc.is_alive():
+                    self.cleanup_errors.append(f"collector did not stop within {timeout_s:.0f} s; terminated")
+                    proc.terminate()
+                elif action == "kill" and proc.is_alive():
+                    self.cleanup_errors.append("collector ignored SIGTERM; killed")
+                    proc.kill()
+                proc.join(wait)
+                if not proc.is_alive():
+                    break
+            except Exception as exc:  # noqa: BLE001
+                self.cleanup_errors.append(f"collector {action}: {type(exc).__name__}: {exc}")
+        self.collector_exitcode = proc.exitcode
+        for q in queues:
+            try:
+                q.cancel_join_thread()
+                q.close()
+            except Exception as exc:  # noqa: BLE001
+                self.cleanup_errors.append(f"queue close: {type(exc).__name__}: {exc}")
+        try:
+            proc.close()
+        except Exception as exc:  # noqa: BLE001
+            self.cleanup_errors.append(f"process close: {type(exc).__name__}: {exc}")
+        self._proc = None
+
+    def _next_block(self, proc, full_q, first: bool) -> tuple[int, dict[str, Any]]:
+        deadline = time.monotonic() + self.start_timeout_s if first else math.inf
+        while True:
+            try:
+                block, info = full_q.get(timeout=POLL_S)
+            except queue.Empty:
+                if not proc.is_alive():
+                    try:  # it may have reported something just before exiting
+                        block, info = full_q.get(timeout=POLL_S)
+                    except queue.Empty:
+                        raise CollectorDied(
+                            f"collector process exited with code {proc.exitcode} at iteration {self.algo.iteration}",
+                            proc.exitcode, self.algo.iteration,
+                        ) from None
+                elif time.monotonic() > deadline:
+                    raise CollectorDied(
+                        f"collector sent no data within {self.start_timeout_s:.0f} s of starting",
+                        None, self.algo.iteration,
+                    ) from None
+                else:
+                    continue
+            if block == "error":
+                proc.join(5.0)
+                last = info.strip().splitlines()[-1] if info.strip() else "unknown error"
+                raise CollectorDied(
+                    f"collector process failed at iteration {self.algo.iteration}: {last}\n{info}",
+                    proc.exitcode, self.algo.iteration,
+                )
+            return block, info
+
+    # -- training loop --------------------------------------------------------------------
+    def learn(
+        self,
+        num_iterations: int,
+        start_iteration: int | None = None,
+        on_iteration: Callable[[int, dict[str, float]], None] | None = None,
+    ) -> LearnSummary:
+        """Train for ``num_iterations`` iterations with a collector process.
+
+        Starts a collector (spawn), consumes exactly ``num_iterations`` env steps from it and
+        stops it before returning or raising; each call starts from ``env.reset()`` in a fresh
+        collector.
+
+        Args and metrics: as :meth:`unilab_rl.runner.OffPolicyRunner.learn`, plus
+            ``Perf/utd_ratio`` (cumulative updates × batch / transitions), ``Perf/learner_wait_time``
+            and ``Perf/collector_wait_time`` (a block's waits spread over its iterations), and
+            ``Perf/policy_lag`` (broadcasts the collector's policy is behind, at block end).
+            ``Perf/collection_time`` is measured in the collector (overlapping learning);
+            ``Perf/total_fps`` is the env steps per second since the call started.
+
+        Returns:
+            :class:`LearnSummary` with ``runtime="async"``, waits and ``transfer`` counters.
+
+        Raises:
+            ValueError: ``num_iterations`` < 0.
+            CollectorDied: the collector exited, raised, or sent nothing within ``start_timeout_s``.
+            FloatingPointError: a learner metric became NaN or infinite.
+        """
+        if num_iterations < 0:
+            raise ValueError(f"num_iterations must be >= 0, got {num_iterations}")
+        algo, cfg = self.algo, self.algo.cfg
+        if start_iteration is not None:
+            algo.iteration = start_iteration
+        first_iteration = algo.iteration
+        n = algo.num_envs
+        best_mean_reward: float | None = None
+        last_saved: int | None = None
+        updates = updates_since_broadcast = 0
+        times = {"collection": 0.0, "learning": 0.0, "learner_wait": 0.0, "collector_wait": 0.0,
+                 "collector_start": 0.0}
+        live = algo.exploration_policy()
+        self.cleanup_errors = []
+        t_start = time.perf_counter()
+        if num_iterations == 0:
+            return self._summary(0, 0.0, best_mean_reward, updates, times)
+
+        ctx = tmp.get_context("spawn")
+        proc, blocks, weights, free_q, full_q, stop = self._start(num_iterations, ctx)
+        alive = proc.is_alive
+        # Pinned after the child holds its handles; copies stay blocking, so a slot is only
+        # handed back once its data is on the device.
+        self.transfer["pinned"] = int(algo.device.type == "cuda" and blocks.pin())
+        try:
+            first = True
+            while algo.iteration < first_iteration + num_iterations:
+                t0 = time.perf_counter()
+                block, info = self._next_block(proc, full_q, first)
+                t1 = time.perf_counter()
+                if first:  # process start, imports and env build: not a steady-state wait
+                    times["collector_start"] = t1 - t0
+                    t0 = t1
+                    first = False
+                steps = info["steps"]
+                base_rows = len(algo.replay)
+                self.transfer["bytes_to_learner"] += algo.store_steps(*blocks.view(block, steps))
+                free_q.put(block)  # the data is in the replay: the collector may refill the slot
+                t2 = time.perf_counter()
+                self.transfer["blocks"] += 1
+                self.transfer["weight_pulls"] = info["weight_pulls"]
+                times["learner_wait"] += t1 - t0
+                times["collector_wait"] += info["wait_time"]
+                times["collection"] += info["collect_time"]
+                times["learning"] += t2 - t1
+                lag = self.transfer["weight_broadcasts"] - info["policy_version"]
+                for t in range(steps):
+                    t3 = time.perf_counter()
+                    metrics: dict[str, float] = {}
+                    if min(base_rows + (t + 1) * n, algo.replay.capacity) >= cfg.learning_starts * n:
+                        metrics |= algo.update()
+                        bad = [k for k, v in metrics.items() if not math.isfinite(v)]
+                        if bad:
+                            raise FloatingPointError(f"non-finite learner metrics at iteration {algo.iteration}: {bad}")
+                        updates += cfg.num_updates
+                        updates_since_broadcast += cfg.num_updates
+                        if updates_since_broadcast >= cfg.sync_weights_every:
+                            self.transfer["weight_bytes"] += weights.publish(flat_state(live), alive)
+                            self.transfer["weight_broadcasts"] += 1
+                            updates_since_broadcast = 0
+                    t4 = time.perf_counter()
+                    times["learning"] += t4 - t3
+                    algo.iteration += 1
+
+                    returns, lengths = info["episodes"][t]
+                    self.episode_returns.extend(returns)
+                    self.episode_lengths.extend(lengths)
+                    if self.episode_returns:
+                        metrics["Train/mean_reward"] = sum(self.episode_returns) / len(self.episode_returns)
+                        metrics["Train/mean_episode_length"] = sum(self.episode_lengths) / len(self.episode_lengths)
+                        if best_mean_reward is None or metrics["Train/mean_reward"] > best_mean_reward:
+                            best_mean_reward = metrics["Train/mean_reward"]
+                    metrics.update(info["logs"][t])
+                    done = algo.iteration - first_iteration
+                    metrics["Perf/collection_time"] = info["collect_time"] / steps
+                    metrics["Perf/learning_time"] = (t2 - t1) / steps + (t4 - t3)
+                    metrics["Perf/learner_wait_time"] = (t1 - t0) / steps
+                    metrics["Perf/collector_wait_time"] = info["wait_time"] / steps
+                    metrics["Perf/total_fps"] = done * n / max(time.perf_counter() - t_start, 1e-9)
+                    metrics["Perf/utd_ratio"] = updates * cfg.batch_size / (done * n)
+                    metrics["Perf/policy_lag"] = float(lag)
+                    if self.transfer["blocks"] == 1 and t == 0:
+                        metrics["Perf/collector_start_time"] = times["collector_start"]
+                    if self.log_fn is not None and algo.iteration % self.log_interval == 0:
+                        self.log_fn(algo.iteration, metrics)
+                    if (self.checkpoint_fn is not None and self.checkpoint_interval
+                            and algo.iteration % self.checkpoint_interval == 0):
+                        self.checkpoint_fn(algo.iteration)
+                        last_saved = algo.iteration
+                    if on_iteration is not None:
+                        on_iteration(algo.iteration, metrics)
+        finally:
+            self._stop(proc, stop, (free_q, full_q))
+            blocks.unpin()
+
+        if self.checkpoint_fn is not None and last_saved != algo.iteration:
+            self.checkpoint_fn(algo.iteration)
+        return self._summary(num_iterations, time.perf_counter() - t_start, best_mean_reward, updates, times)
+
+    def _summary(self, iterations: int, wall: float, best: float | None, updates: int, times: dict) -> LearnSummary:
+        steps = iterations * self.algo.num_envs
+        mean = lambda v: sum(v) / len(v) if v else None  # noqa: E731
+        return LearnSummary(
+            iterations=iterations,
+            final_iteration=self.algo.iteration,
+            env_steps=steps,
+            wall_time_s=wall,
+            fps=steps / wall if wall > 0 else 0.0,
+            final_mean_reward=mean(self.episode_returns),
+            best_mean_reward=best,
+            final_mean_episode_length=mean(self.episode_lengths),
+            runtime="async",
+            updates=updates,
+            utd_ratio=updates * self.algo.cfg.batch_size / steps if steps else None,
+            collection_time_s=times["collection"],
+            learning_time_s=times["learning"],
+            learner_wait_time_s=times["learner_wait"],
+            collector_wait_time_s=times["collector_wait"],
+            transfer=dict(self.transfer),
+            collector_start_time_s=times["collector_start"],
+        )
+
+
+__all__ = [
+    "AsyncOffPolicyRunner",
+    "CollectorDied",
+    "SharedBlocks",
+    "SharedWeights",
+    "flat_state",
+    "load_flat_state",
+]

@@ -1,0 +1,85 @@
+"""Test helpers: :class:`PointEnv`, a tiny deterministic :class:`unilab_rl.vecenv.VecEnv`.
+
+In the package (not a conftest) so that a spawned collector process can import it by name.
+"""
+
+from __future__ import annotations
+
+import torch
+
+DEVICE = torch.device("cpu")
+
+
+class PointEnv:
+    """A 1-D point that must reach a target; implements :class:`unilab_rl.vecenv.VecEnv`.
+
+    - State: position ``x`` and target ``g``, both drawn uniformly in [-1, 1] at reset.
+    - Action: velocity command in the asymmetric box ``[-1, 2]``; ``x <- clamp(x + STEP * a, -3, 3)``.
+    - Reward: ``-|g - x|`` after the move.
+    - Termination (terminal state): ``|g - x| < REACH`` after the move.
+    - Truncation (time-out): ``max_episode_length`` steps without reaching the target.
+    - Observations: ``actor = [g - x]``, ``critic = [g - x, x, t / T]`` (asymmetric).
+
+    Deterministic for a given seed (its own torch.Generator).
+    """
+
+    STEP = 0.2
+    REACH = 0.05
+
+    def __init__(self, num_envs: int = 8, max_episode_length: int = 20, seed: int = 0) -> None:
+        self.num_envs = num_envs
+        self.num_actions = 1
+        self.obs_dims = {"actor": 1, "critic": 3}
+        self.action_low = torch.tensor([-1.0])
+        self.action_high = torch.tensor([2.0])
+        self.max_episode_length = max_episode_length
+        self.device = DEVICE
+        self.generator = torch.Generator().manual_seed(seed)
+        self.x = torch.zeros(num_envs)
+        self.g = torch.zeros(num_envs)
+        self.t = torch.zeros(num_envs, dtype=torch.long)
+        self.episode_distance = torch.zeros(num_envs)
+
+    def _reset_rows(self, rows: torch.Tensor) -> None:
+        n = int(rows.sum())
+        self.x[rows] = torch.rand(n, generator=self.generator) * 2 - 1
+        self.g[rows] = torch.rand(n, generator=self.generator) * 2 - 1
+        self.t[rows] = 0
+        self.episode_distance[rows] = 0.0
+
+    def _obs(self) -> dict[str, torch.Tensor]:
+        d = (self.g - self.x).unsqueeze(-1)
+        tau = (self.t.float() / self.max_episode_length).unsqueeze(-1)
+        return {"actor": d.clone(), "critic": torch.cat([d, self.x.unsqueeze(-1), tau], dim=-1)}
+
+    def reset(self) -> dict[str, torch.Tensor]:
+        self._reset_rows(torch.ones(self.num_envs, dtype=torch.bool))
+        return self._obs()
+
+    def step(self, actions: torch.Tensor):
+        a = actions.squeeze(-1).clamp(self.action_low[0], self.action_high[0])
+        self.x = (self.x + self.STEP * a).clamp(-3.0, 3.0)
+        self.t += 1
+        distance = (self.g - self.x).abs()
+        reward = -distance
+        self.episode_distance += distance
+        terminated = distance < self.REACH
+        truncated = (self.t >= self.max_episode_length) & ~terminated
+        final_obs = self._obs()
+        done = terminated | truncated
+        log: dict[str, float] = {}
+        if bool(done.any()):
+            log["Episode_Reward/distance"] = float(-self.episode_distance[done].mean())
+            log["Episode_Termination/reached"] = float(terminated[done].float().mean())
+            self._reset_rows(done)
+        return self._obs(), reward, terminated, truncated, {"final_obs": final_obs, "log": log}
+
+    def close(self) -> None:
+        pass
+
+    def oracle_actions(self) -> torch.Tensor:
+        """A hand-written near-optimal controller: move straight to the target."""
+        return ((self.g - self.x) / self.STEP).clamp(-1.0, 2.0).unsqueeze(-1)
+
+
+__all__ = ["PointEnv"]
