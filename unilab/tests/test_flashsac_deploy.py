@@ -79,7 +79,7 @@ def test_export_matches_the_torch_policy_with_the_batch_norm_folded_in(run_dir):
     with torch.no_grad():
         actions = policy(obs)
     assert actions.shape == (64, 29) and actions.std(0).mean() > 1e-2
-    assert max_abs_diff(result.path, policy, obs) < 1e-5
+    assert max_abs_diff(result.path, policy, obs) < 1e-4
     # The input batch norm is the normalizer: resetting its statistics changes the actions.
     norm = policy.actor.trunk.input_norm
     with torch.no_grad():

@@ -23,6 +23,7 @@ from unilab.envs.managers import (
     EventTerm,
     JointPositionAction,
     ObservationManager,
+    PenaltyCurriculum,
     ObsTerm,
     RewardManager,
     RewardTerm,
@@ -52,6 +53,8 @@ class EnvCfg:
         contact_sensors: name -> :class:`~unilab.envs.contact.ContactSensorCfg`; the MJCF must
             contain their MuJoCo sensors (:func:`~unilab.envs.contact.add_contact_sensors`).
         noise: whether actor observation noise is applied.
+        penalty_curriculum: scales the negative-weight reward terms by episode length
+            (:class:`~unilab.envs.managers.PenaltyCurriculum`); None keeps them at full weight.
     """
 
     mjcf: str
@@ -67,6 +70,7 @@ class EnvCfg:
     tracked_bodies: tuple[str, ...] = ()
     contact_sensors: dict[str, ContactSensorCfg] = field(default_factory=dict)
     noise: bool = True
+    penalty_curriculum: PenaltyCurriculum | None = None
 
 
 class ManagerBasedRlEnv:
@@ -129,7 +133,7 @@ class ManagerBasedRlEnv:
         self.action_high = self.action_manager.high
         self.commands = {name: make(self) for name, make in cfg.commands.items()}
         self.event_manager = EventManager(self, cfg.events)
-        self.reward_manager = RewardManager(self, cfg.rewards)
+        self.reward_manager = RewardManager(self, cfg.rewards, cfg.penalty_curriculum)
         self.termination_manager = TerminationManager(self, cfg.terminations)
         self.observation_manager = ObservationManager(self, cfg.observations)
         self.observation_manager.noise_enabled = cfg.noise

@@ -182,24 +182,72 @@ def _as_slice(index: torch.Tensor) -> slice | torch.Tensor:
 
 
 # ============================================================================ rewards
+@dataclass
+class PenaltyCurriculum:
+    """Penalty scale that grows with the episodes' length: the scheme of holosoma's G1 locomotion
+    (tasks.md §2.4: "penalties start at scale 0.1 and rise to 1.0 by mean episode length, up
+    above 750 steps, down below 150"). Each time episodes end, their mean length L (s) moves the
+    scale by ``step``: up when L > ``up_length_s``, down when L < ``down_length_s``, clamped to
+    [``min_scale``, ``max_scale``]. Early on, a robot that falls is not also punished for the way
+    it moves, so surviving is learned first.
+
+    Attributes:
+        initial, min_scale, max_scale: scale at the start and its bounds (dimensionless).
+        up_length_s, down_length_s: mean ended-episode length thresholds, s.
+        step: change of the scale per reset with episodes past a threshold.
+    """
+
+    initial: float = 0.1
+    min_scale: float = 0.1
+    max_scale: float = 1.0
+    up_length_s: float = 15.0
+    down_length_s: float = 3.0
+    step: float = 0.01
+
+    def next_scale(self, scale: float, mean_length_s: float) -> float:
+        """The scale after episodes of mean length ``mean_length_s`` (s) ended."""
+        if mean_length_s > self.up_length_s:
+            scale += self.step
+        elif mean_length_s < self.down_length_s:
+            scale -= self.step
+        return min(self.max_scale, max(self.min_scale, scale))
+
+
 class RewardManager:
     """Sums ``weight * term * step_dt`` and keeps each term's episode sum for logging.
 
-    Terms with weight 0 are not evaluated. A non-finite term value counts as 0.
+    Terms with weight 0 are not evaluated. A non-finite term value counts as 0. With a
+    :class:`PenaltyCurriculum`, every negative-weight term is further multiplied by
+    :attr:`penalty_scale`, which the curriculum moves each time episodes end (logged as
+    ``Curriculum/penalty_scale``).
 
     Attributes:
         names: the evaluated terms, in column order of ``episode_sums``.
         episode_sums: (N, T) float32 weighted sums of the running episodes.
     """
 
-    def __init__(self, env: "ManagerBasedRlEnv", terms: dict[str, RewardTerm]) -> None:
+    def __init__(
+        self,
+        env: "ManagerBasedRlEnv",
+        terms: dict[str, RewardTerm],
+        curriculum: "PenaltyCurriculum | None" = None,
+    ) -> None:
         self.env = env
         self.terms = {k: t for k, t in terms.items() if t.weight != 0.0}
         self.names = list(self.terms)
-        self._scale = torch.tensor(
+        self._base_scale = torch.tensor(
             [t.weight * env.step_dt for t in self.terms.values()], device=env.device
         )
+        self._negative = self._base_scale < 0
+        self.curriculum = curriculum
+        self.penalty_scale = curriculum.initial if curriculum is not None else 1.0
+        self._scale = self._effective_scale()
         self.episode_sums = torch.zeros(env.num_envs, len(self.terms), device=env.device)
+
+    def _effective_scale(self) -> torch.Tensor:
+        """(T,) weight * step_dt, negative-weight terms times :attr:`penalty_scale`."""
+        factor = torch.where(self._negative, self.penalty_scale, 1.0)
+        return self._base_scale * factor
 
     def compute(self) -> torch.Tensor:
         """(N,) float32 reward of this env step."""
@@ -219,7 +267,13 @@ class RewardManager:
             return {}
         means = (self.episode_sums[env_ids].mean(dim=0) / self.env.max_episode_length_s).tolist()
         self.episode_sums[env_ids] = 0.0
-        return {f"Episode_Reward/{n}": v for n, v in zip(self.names, means)}
+        log = {f"Episode_Reward/{n}": v for n, v in zip(self.names, means)}
+        if self.curriculum is not None:
+            length_s = float(self.env.episode_length[env_ids].float().mean()) * self.env.step_dt
+            self.penalty_scale = self.curriculum.next_scale(self.penalty_scale, length_s)
+            self._scale = self._effective_scale()
+            log["Curriculum/penalty_scale"] = self.penalty_scale
+        return log
 
 
 # ============================================================================ terminations

@@ -27,6 +27,7 @@ from unilab.envs.mdp.observations import (
     projected_gravity_from_sensor,
 )
 from unilab.envs.mdp.rewards import (
+    is_alive,
     action_rate_l2,
     angular_momentum_l2,
     body_ang_vel_l2,
@@ -43,6 +44,7 @@ from unilab.envs.mdp.rewards import (
 from unilab.envs.mdp.terminations import bad_orientation, nan_detected, time_out
 
 __all__ = [
+    "is_alive",
     "UniformVelocityCommand",
     "VelocityCommandRanges",
     "action_rate_l2",

@@ -28,6 +28,13 @@ def _stack_sensors(env, names: tuple[str, ...]) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------- task
+def is_alive(env) -> torch.Tensor:
+    """1 for every row whose episode goes on, 0 for rows that terminated this step (time-outs
+    count as alive). A constant survival bonus, as holosoma's G1 locomotion ``alive`` term
+    (tasks.md §2.4). (N,) float32"""
+    return (~env.termination_manager.terminated).float()
+
+
 def track_linear_velocity(env, std: float, command_name: str = "twist") -> torch.Tensor:
     """exp(-(|v_xy - cmd_xy|^2 + v_z^2) / std^2), base-frame velocity, m/s. (N,)"""
     v = env.robot.base_lin_vel_b

@@ -58,6 +58,9 @@ class RewardWeights(BaseModel):
     foot_slip: float = Field(-0.1, description="foot speed^2 in contact, when moving")
     air_time: float = Field(0.0, description="feet with 0.05-0.5 s flight (off, as in mjlab G1)")
     self_collisions: float = Field(-1.0, description="self-contact above 10 N")
+    alive: float = Field(
+        0.0, description="1 per second survived (holosoma's alive bonus; off, as in mjlab)"
+    )
 
 
 class DomainRandomizationConfig(BaseModel):
@@ -110,6 +113,19 @@ class PushConfig(BaseModel):
         return _ordered(value)
 
 
+class PenaltyCurriculumConfig(BaseModel):
+    """Negative-weight reward terms scaled by a factor that follows the episode length
+    (holosoma's G1 locomotion scheme, tasks.md §2.4; :class:`unilab.envs.managers.PenaltyCurriculum`)."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = Field(False, description="scale the penalties by episode length")
+    initial: float = Field(0.1, ge=0.0, le=1.0, description="penalty scale at the start")
+    min_scale: float = Field(0.1, ge=0.0, le=1.0, description="lowest penalty scale")
+    up_length_s: float = Field(15.0, gt=0.0, description="raise the scale above this mean length, s")
+    down_length_s: float = Field(3.0, ge=0.0, description="lower it below this mean length, s")
+    step: float = Field(0.01, gt=0.0, le=1.0, description="change per reset past a threshold")
+
+
 class G1WalkFlatConfig(BaseModel):
     """g1_walk_flat settings."""
 
@@ -127,3 +143,4 @@ class G1WalkFlatConfig(BaseModel):
     rewards: RewardWeights = RewardWeights()
     domain_randomization: DomainRandomizationConfig = DomainRandomizationConfig()
     push: PushConfig = PushConfig()
+    penalty_curriculum: PenaltyCurriculumConfig = PenaltyCurriculumConfig()

@@ -21,7 +21,7 @@ import torch
 from unilab.envs import mdp
 from unilab.envs.contact import ContactSensorCfg, add_contact_sensors
 from unilab.envs.manager_based_rl_env import EnvCfg, ManagerBasedRlEnv
-from unilab.envs.managers import EventTerm, ObsTerm, RewardTerm, TerminationTerm
+from unilab.envs.managers import EventTerm, ObsTerm, PenaltyCurriculum, RewardTerm, TerminationTerm
 from unilab.robots import g1
 from unilab.tasks.g1_walk_flat.config import G1WalkFlatConfig
 from unilab.utils.names import resolve_name_values
@@ -168,6 +168,7 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
             {"sensor_name": FEET_GROUND, "threshold_min": 0.05, "threshold_max": 0.5,
              "command_name": "twist", "command_threshold": 0.5},
         ),  # fmt: skip
+        "alive": RewardTerm(mdp.is_alive, w.alive),
         "self_collisions": RewardTerm(
             mdp.self_collision_count,
             w.self_collisions,
@@ -245,6 +246,17 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
         tracked_bodies=(g1.PELVIS_BODY, g1.TORSO_BODY, *g1.FOOT_BODIES),
         contact_sensors=contact_sensors(),
         noise=cfg.observation_noise,
+        penalty_curriculum=_penalty_curriculum(cfg),
+    )
+
+
+def _penalty_curriculum(cfg: G1WalkFlatConfig) -> PenaltyCurriculum | None:
+    c = cfg.penalty_curriculum
+    if not c.enabled:
+        return None
+    return PenaltyCurriculum(
+        initial=c.initial, min_scale=c.min_scale, up_length_s=c.up_length_s,
+        down_length_s=c.down_length_s, step=c.step,
     )
 
 

@@ -159,8 +159,18 @@ class FlashSAC:
             actions = self.actor.explore(obs, self.exploration_noise(obs.shape[0]))
         return actions.to(self.env_device)
 
-    def random_actions(self, num: int) -> torch.Tensor:
-        """(num, A) float32 actions uniform in the action box, on the env device (warm-up exploration)."""
+    def random_actions(self, num: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """(num, A) float32 actions uniform in the action box, on the env device (warm-up exploration).
+
+        Args:
+            num: rows.
+            generator: a CPU ``torch.Generator`` (the runner's, so warm-up is seeded as for SAC);
+                ``None`` draws from the learner device's global RNG.
+        """
+        if generator is not None:
+            from unilab_rl.algorithms.sac.agent import uniform_actions
+
+            return uniform_actions(self.action_low.cpu(), self.action_high.cpu(), num, generator).to(self.env_device)
         u = torch.rand(num, self.num_actions, device=self.device)
         return (self.action_low + (self.action_high - self.action_low) * u).to(self.env_device)
 

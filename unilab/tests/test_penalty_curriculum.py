@@ -1,0 +1,65 @@
+"""The penalty curriculum (holosoma's scheme) and the alive bonus of g1_walk_flat."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from unilab.envs.managers import PenaltyCurriculum
+from unilab.tasks.g1_walk_flat import G1WalkFlatConfig, make_env
+from unisim.backends.mujoco import MujocoBackend
+
+
+def test_scale_moves_up_and_down_with_episode_length_and_stays_in_bounds():
+    c = PenaltyCurriculum(initial=0.1, min_scale=0.1, max_scale=1.0, up_length_s=15.0,
+                          down_length_s=3.0, step=0.25)
+    assert c.next_scale(0.5, 16.0) == 0.75  # long episodes: up
+    assert c.next_scale(0.5, 2.0) == 0.25  # short episodes: down
+    assert c.next_scale(0.5, 10.0) == 0.5  # in between: unchanged
+    assert c.next_scale(0.9, 20.0) == 1.0  # clamped above
+    assert c.next_scale(0.2, 0.0) == 0.1  # clamped below
+
+
+def _env(**overrides):
+    cfg = G1WalkFlatConfig(**overrides)
+    return make_env(cfg, backend_cls=MujocoBackend, num_envs=4, nthread=1, seed=0)
+
+
+def test_curriculum_scales_only_the_penalties_and_rises_after_long_episodes():
+    plain = _env()
+    env = _env(penalty_curriculum={"enabled": True, "initial": 0.1, "step": 0.05})
+    try:
+        rm, base = env.reward_manager, plain.reward_manager
+        assert rm.names == base.names
+        negative = base._scale < 0
+        assert negative.any() and (~negative).any()
+        start = rm.penalty_scale
+        torch.testing.assert_close(rm._scale[negative], base._scale[negative] * start)
+        torch.testing.assert_close(rm._scale[~negative], base._scale[~negative])
+
+        # Rows ending after 16 s (longer than up_length_s = 15 s) raise the scale by one step.
+        env.episode_length[:] = 800
+        log = rm.reset(torch.arange(4))
+        assert log["Curriculum/penalty_scale"] == pytest.approx(start + 0.05)
+        torch.testing.assert_close(rm._scale[negative], base._scale[negative] * (start + 0.05))
+    finally:
+        env.close()
+        plain.close()
+
+
+def test_alive_bonus_pays_surviving_rows_and_is_off_by_default():
+    off = _env()
+    assert "alive" not in off.reward_manager.names  # weight 0: not evaluated
+    off.close()
+    env = _env(rewards={"alive": 1.0})
+    try:
+        env.reset()
+        a = torch.zeros(4, env.num_actions)
+        env.step(a)
+        col = env.reward_manager.names.index("alive")
+        sums = env.reward_manager.episode_sums[:, col]
+        alive = ~env.termination_manager.terminated
+        # weight 1 x step dt (0.02 s) for every row that did not terminate this step
+        torch.testing.assert_close(sums[alive], torch.full_like(sums[alive], env.step_dt))
+    finally:
+        env.close()
