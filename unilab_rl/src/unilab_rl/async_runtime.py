@@ -23,6 +23,11 @@ The update-to-data ratio is held by design: the learner runs exactly ``num_updat
 env step it receives; when it is the slower side the collector waits for a free block, when the
 collector is slower the learner waits for a full one. Both waits are measured.
 
+Several collectors (``cfg.num_collectors`` = K): collector k steps its own env shard,
+``env_fn(num_envs=N/K, seed=env_seed + k * SHARD_SEED_STRIDE)``, into env columns
+``[k*N/K, (k+1)*N/K)`` of the same blocks, with its own free and full queue; the learner hands
+every block index to all K and stores a block once all K filled it.
+
 One iteration is, as in the synchronous runner, one env step of all envs plus its updates, so
 iteration counts, checkpoints, metrics and ``learning_starts`` mean the same in both runtimes.
 
@@ -420,10 +425,14 @@ class AsyncOffPolicyRunner:
             :class:`~unilab_rl.runner.OffPolicyRunner`.
         start_timeout_s: seconds the learner waits for the first block (collector start: imports,
             env build) before failing.
+        env_seed: base env seed of the shards when ``algo.cfg.num_collectors`` > 1 (then
+            ``env_fn`` is called with ``num_envs`` and ``seed`` keywords; default: ``seed``).
 
     Attributes:
         collector_exitcode: exit code of the last collector (None before one ran, or if it could
-            not be reaped); negative: killed by that signal.
+            not be reaped); negative: killed by that signal. Several collectors: the first
+            non-zero one.
+        collector_exitcodes: every collector's exit code, in shard order.
         cleanup_errors: problems met while stopping the collector (strings).
         transfer: counters: ``blocks``, ``bytes_to_learner``, ``weight_broadcasts``,
             ``weight_bytes``, ``weight_pulls``, and ``pinned`` (1 when the block ring is page-locked
