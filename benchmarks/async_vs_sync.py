@@ -14,7 +14,11 @@ the other in this process:
   including the host->device and device->host copies: where acting is cheaper.
 * ``sync``: :class:`unilab_rl.OffPolicyRunner`, ``--iterations`` iterations.
 * ``async``: :class:`unilab_rl.AsyncOffPolicyRunner`, the same; ``steady`` excludes the
-  collector's start-up (spawn, imports, env build).
+  collector's start-up (spawn, imports, env build). With ``--num-collectors 1,2,4`` it runs once
+  per collector count (``algo.num_collectors``; keys ``async`` for 1, ``async_k2``, ``async_k4``...),
+  each collector with ``physics // K`` physics threads, e.g.
+
+    python benchmarks/async_vs_sync.py --num-envs 1024 --iterations 300 --device cuda --num-collectors 1,2,4
 
 Physics threads: ``--nthread`` (0 = :func:`unilab.train.thread_split`'s choice: in async mode the
 cores left after the collector and learner threads; in sync mode every core). Learner torch
@@ -50,11 +54,17 @@ def main() -> None:
     parser.add_argument("--collector-threads", type=int, default=1)
     parser.add_argument("--learner-threads", type=int, default=0)
     parser.add_argument("--block-steps", type=int, default=None)
+    parser.add_argument("--num-collectors", default="1",
+                        help="async collector processes, a comma-separated list runs each (e.g. 1,2,4)")
     parser.add_argument("--preset", default="laptop")
     parser.add_argument("--set", action="append", default=[], help="extra key=value override (repeatable)")
     parser.add_argument("--skip", action="append", default=[], choices=["physics", "inference", "sync", "async"])
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args()
+    collector_counts = [int(k) for k in str(args.num_collectors).split(",") if k.strip()]
+    bad = [k for k in collector_counts if k < 1 or args.num_envs % k]
+    if not collector_counts or bad:
+        parser.error(f"--num-collectors: each must be >= 1 and divide --num-envs={args.num_envs}, got {bad}")
 
     from unilab.train import _algo_config, prepare, seed_everything, thread_split
     from unilab_rl import AsyncOffPolicyRunner, OffPolicyRunner
@@ -79,13 +89,19 @@ def main() -> None:
         )
 
     default_threads = torch.get_num_threads()
-    for runtime in ("physics", "inference", "sync", "async"):
-        if runtime in args.skip:
-            continue
+    runs = [(r, 1) for r in ("physics", "inference", "sync") if r not in args.skip]
+    if "async" not in args.skip:
+        runs += [("async" if k == 1 else f"async_k{k}", k) for k in collector_counts]
+    for key, num_collectors in runs:
+        runtime = "async" if key.startswith("async") else key
         seed_everything(cfg.training.seed)
         algo_cfg = _algo_config(algo_reg, cfg.model_copy(update={"algo": cfg.algo.model_copy(
-            update={"runtime": "async" if runtime == "async" else "sync"})}))
-        threads = thread_split(algo_cfg.runtime, args.nthread, args.collector_threads, args.learner_threads, device)
+            update={"runtime": "async" if runtime == "async" else "sync", "num_collectors": num_collectors})}))
+        threads = thread_split(algo_cfg.runtime, args.nthread, args.collector_threads, args.learner_threads, device,
+                               num_collectors)
+        if runtime == "async":
+            threads |= {"collectors": num_collectors,
+                        "physics_per_collector": max(1, threads["physics"] // num_collectors)}
         if algo_cfg.runtime == "sync" and args.learner_threads:  # same learner threads in both runtimes
             threads["learner"] = args.learner_threads
         torch.set_num_threads(threads["learner"] or default_threads)
@@ -120,10 +136,11 @@ def main() -> None:
                 if runtime == "sync":
                     runner = OffPolicyRunner(env, agent)
                 else:
-                    runner = AsyncOffPolicyRunner(env_fn(threads["physics"]), agent)
+                    runner = AsyncOffPolicyRunner(env_fn(threads["physics_per_collector"]), agent,
+                                                  env_seed=cfg.training.seed)
                 summary = runner.learn(args.iterations)
                 steady = summary.wall_time_s - summary.collector_start_time_s
-                results[runtime] = {
+                results[key] = {
                     "env_steps_per_s": summary.fps,
                     "steady_env_steps_per_s": summary.env_steps / steady if steady > 0 else None,
                     "wall_time_s": summary.wall_time_s,
@@ -139,11 +156,11 @@ def main() -> None:
                 }
         finally:
             env.close()
-        print(runtime, json.dumps(results[runtime], default=str), flush=True)
+        print(key, json.dumps(results[key], default=str), flush=True)
 
     print()
     print(f"{'':10s} {'env steps/s':>12s} {'steady':>10s}")
-    for key in ("physics", "sync", "async"):
+    for key in ("physics", "sync", *(k for k, _ in runs if k.startswith("async"))):
         if key in results:
             r = results[key]
             steady = r.get("steady_env_steps_per_s")

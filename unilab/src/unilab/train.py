@@ -196,14 +196,16 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def thread_split(runtime: str, nthread: int, collector_threads: int, learner_threads: int,
-                 device: torch.device) -> dict[str, int]:
+                 device: torch.device, num_collectors: int = 1) -> dict[str, int]:
     """CPU threads for physics, the collector's policy and the learner.
 
     Sync: physics gets ``nthread`` (0 = every available core) and the learner keeps torch's
     default. Async: collector and learner threads are taken out first so neither starves the
     other: the learner gets ``learner_threads`` or, when 0, 1 on an accelerator and half of the
     cores left after the collector on the CPU; physics gets ``nthread`` or, when 0, what remains
-    (at least 1).
+    (at least 1). With ``num_collectors`` > 1 collector processes, their policy threads
+    (``collector_threads`` each) are all taken out, and ``physics`` stays the total physics
+    threads: :func:`train` gives each collector ``max(1, physics // num_collectors)``.
 
     Returns:
         ``{"physics": n, "collector": n, "learner": n}``; 0 means "torch's default" (sync only).
@@ -211,8 +213,9 @@ def thread_split(runtime: str, nthread: int, collector_threads: int, learner_thr
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     if runtime != "async":
         return {"physics": nthread or cores, "collector": 0, "learner": 0}
-    learner = learner_threads or (1 if device.type != "cpu" else max(1, (cores - collector_threads) // 2))
-    physics = nthread or max(1, cores - collector_threads - learner)
+    collectors = collector_threads * num_collectors
+    learner = learner_threads or (1 if device.type != "cpu" else max(1, (cores - collectors) // 2))
+    physics = nthread or max(1, cores - collectors - learner)
     return {"physics": physics, "collector": collector_threads, "learner": learner}
 
 
@@ -318,18 +321,22 @@ def train(
             f"algo.runtime=async: --sim {sim} is device-native (physics on the accelerator); the async "
             f"collector is a CPU process for host-bridge backends. Use algo.runtime=sync"
         )
+    num_collectors = getattr(algo_cfg, "num_collectors", 1)
     threads = thread_split(runtime, cfg.sim.nthread, getattr(algo_cfg, "collector_threads", 1),
-                           getattr(algo_cfg, "learner_threads", 0), device)
+                           getattr(algo_cfg, "learner_threads", 0), device, num_collectors)
+    if runtime == "async":  # sim.nthread stays the total; each collector's pool gets its share
+        threads |= {"collectors": num_collectors, "physics_per_collector": max(1, threads["physics"] // num_collectors)}
     if threads["learner"]:
         torch.set_num_threads(threads["learner"])
     # A picklable factory (module-level function + plain arguments): the async collector process
-    # builds its own env with it; the sync runtime builds the one env from it here.
+    # builds its own env with it (with several collectors it overrides num_envs and seed per shard);
+    # the sync runtime builds the one env from it here.
     env_fn = functools.partial(
         task_reg.item.make_env,
         cfg.env,
         backend_cls=backend_reg.item,
         num_envs=cfg.algo.num_envs,
-        nthread=threads["physics"] if runtime == "async" else cfg.sim.nthread,
+        nthread=threads["physics_per_collector"] if runtime == "async" else cfg.sim.nthread,
         cpu_ids=cfg.sim.cpu_ids,
         robot_mjcf=cfg.robot.mjcf,
         seed=cfg.training.seed,
@@ -500,7 +507,7 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             summary.update(checkpoint=state["checkpoint"], **stats)
 
     if context["runtime"] == "async":
-        runner = algo_reg.item.make_runner(env, agent, env_fn=context["env_fn"])
+        runner = algo_reg.item.make_runner(env, agent, env_fn=context["env_fn"], env_seed=cfg.training.seed)
     else:
         runner = algo_reg.item.make_runner(env, agent)
     status, error = "normal_completion", None
@@ -536,6 +543,7 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
                 status=status,
                 error=error,
                 collector_exitcode=getattr(runner, "collector_exitcode", None),
+                collector_exitcodes=list(getattr(runner, "collector_exitcodes", None) or []) or None,
                 cleanup_errors=cleanup_errors,
                 transfer=dict(getattr(runner, "transfer", None) or {}),
                 cuda_context_initialized=torch.cuda.is_initialized(),

@@ -23,6 +23,11 @@ The update-to-data ratio is held by design: the learner runs exactly ``num_updat
 env step it receives; when it is the slower side the collector waits for a free block, when the
 collector is slower the learner waits for a full one. Both waits are measured.
 
+Several collectors (``cfg.num_collectors`` = K): collector k steps its own env shard,
+``env_fn(num_envs=N/K, seed=env_seed + k * SHARD_SEED_STRIDE)``, into env columns
+``[k*N/K, (k+1)*N/K)`` of the same blocks, with its own free and full queue; the learner hands
+every block index to all K and stores a block once all K filled it.
+
 One iteration is, as in the synchronous runner, one env step of all envs plus its updates, so
 iteration counts, checkpoints, metrics and ``learning_starts`` mean the same in both runtimes.
 
@@ -63,6 +68,25 @@ if TYPE_CHECKING:
 
 POLL_S = 0.2
 """Seconds between liveness checks while waiting on a queue or a lock."""
+
+SHARD_SEED_STRIDE = 1_000_003
+"""Collector ``k`` (of several) seeds its env with ``env_seed + k * SHARD_SEED_STRIDE`` and its
+action sampling with ``seed + k * SHARD_SEED_STRIDE`` (a prime: shards never share a stream)."""
+
+
+def _merge_logs(logs: list[dict[str, float]], finished: list[int]) -> dict[str, float]:
+    """One step's env logs of several shards as one: the mean over the shards that logged a key,
+    weighted for ``Episode_*`` keys by the episodes each shard finished at that step (when any
+    did; shards are equal in size, so other keys are plain means)."""
+    merged: dict[str, float] = {}
+    for key in dict.fromkeys(k for log in logs for k in log):
+        pairs = [(log[key], n) for log, n in zip(logs, finished) if key in log]
+        total = sum(n for _, n in pairs)
+        if key.startswith("Episode_") and total > 0:
+            merged[key] = sum(v * n for v, n in pairs) / total
+        else:
+            merged[key] = sum(v for v, _ in pairs) / len(pairs)
+    return merged
 
 
 class CollectorDied(RuntimeError):
@@ -154,14 +178,16 @@ class SharedBlocks:
             except Exception:  # noqa: BLE001
                 pass
 
-    def write(self, block: int, step: int, obs, actions, rewards, terminated, next_obs) -> None:
-        """Copy one env step ((N, ...) tensors as the env returns them) into ``block`` at ``step``."""
+    def write(self, block: int, step: int, obs, actions, rewards, terminated, next_obs, env_start: int = 0) -> None:
+        """Copy one env step ((n, ...) tensors as the env returns them) into ``block`` at ``step``,
+        env columns ``env_start : env_start + n`` (a collector's shard; the whole block when n = N)."""
+        rows = slice(env_start, env_start + rewards.shape[0])
         for g in self.obs_dims:
-            self.obs[g][block, step].copy_(obs[g])
-            self.next_obs[g][block, step].copy_(next_obs[g])
-        self.actions[block, step].copy_(actions)
-        self.rewards[block, step].copy_(rewards)
-        self.terminated[block, step].copy_(terminated)
+            self.obs[g][block, step, rows].copy_(obs[g])
+            self.next_obs[g][block, step, rows].copy_(next_obs[g])
+        self.actions[block, step, rows].copy_(actions)
+        self.rewards[block, step, rows].copy_(rewards)
+        self.terminated[block, step, rows].copy_(terminated)
 
     def view(self, block: int, steps: int) -> tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
         """(obs, actions, rewards, terminated, next_obs) of the first ``steps`` steps of ``block``,
@@ -264,6 +290,15 @@ class CollectorSpec:
     parent_pid: int
     action_low: torch.Tensor
     action_high: torch.Tensor
+    shard: int = 0
+    """This collector's index (0 .. num_shards - 1)."""
+    num_shards: int = 1
+    env_start: int = 0
+    """First env column of this collector's shard in every block."""
+    num_envs: int = 0
+    """Envs of this shard (0: the whole block)."""
+    env_kwargs: dict[str, Any] | None = None
+    """Keyword arguments for ``env_fn`` (``num_envs`` and ``seed`` of the shard); None: ``env_fn()``."""
 
 
 def _set_parent_death_signal() -> None:
@@ -292,9 +327,10 @@ def _collector_main(env_fn, policy, blocks: SharedBlocks, weights: SharedWeights
     try:
         torch.manual_seed(spec.seed + 1)  # policy sampling noise
         generator = torch.Generator().manual_seed(spec.seed)  # warm-up actions, as the sync runner
-        env = env_fn()
-        if env.num_envs != blocks.num_envs:
-            raise ValueError(f"env_fn built {env.num_envs} envs, the learner expects {blocks.num_envs}")
+        env = env_fn(**(spec.env_kwargs or {}))
+        expected = spec.num_envs or blocks.num_envs
+        if env.num_envs != expected:
+            raise ValueError(f"env_fn built {env.num_envs} envs, the learner expects {expected}")
         if torch.device(env.device).type != "cpu":
             raise ValueError(f"the async collector needs a CPU (host-bridge) env, got device {env.device}")
         from unilab_rl.algorithms.sac.agent import uniform_actions
@@ -330,7 +366,7 @@ def _collector_main(env_fn, policy, blocks: SharedBlocks, weights: SharedWeights
                 next_obs, rewards, terminated, truncated, extras = env.step(actions)
                 if "final_obs" not in extras:
                     raise KeyError("env.step extras lack 'final_obs' (the pre-reset observation), required by VecEnv")
-                blocks.write(block, t, obs, actions, rewards, terminated, extras["final_obs"])
+                blocks.write(block, t, obs, actions, rewards, terminated, extras["final_obs"], spec.env_start)
                 obs = next_obs
                 ep_return += rewards
                 ep_length += 1
@@ -389,10 +425,14 @@ class AsyncOffPolicyRunner:
             :class:`~unilab_rl.runner.OffPolicyRunner`.
         start_timeout_s: seconds the learner waits for the first block (collector start: imports,
             env build) before failing.
+        env_seed: base env seed of the shards when ``algo.cfg.num_collectors`` > 1 (then
+            ``env_fn`` is called with ``num_envs`` and ``seed`` keywords; default: ``seed``).
 
     Attributes:
         collector_exitcode: exit code of the last collector (None before one ran, or if it could
-            not be reaped); negative: killed by that signal.
+            not be reaped); negative: killed by that signal. Several collectors: the first
+            non-zero one.
+        collector_exitcodes: every collector's exit code, in shard order.
         cleanup_errors: problems met while stopping the collector (strings).
         transfer: counters: ``blocks``, ``bytes_to_learner``, ``weight_broadcasts``,
             ``weight_bytes``, ``weight_pulls``, and ``pinned`` (1 when the block ring is page-locked
@@ -414,13 +454,21 @@ class AsyncOffPolicyRunner:
         episode_window: int = 100,
         seed: int | None = None,
         start_timeout_s: float = 300.0,
+        env_seed: int | None = None,
     ) -> None:
         if log_interval < 1 or checkpoint_interval < 0 or episode_window < 1:
             raise ValueError(
                 f"need log_interval >= 1, checkpoint_interval >= 0, episode_window >= 1; got "
                 f"{log_interval}, {checkpoint_interval}, {episode_window}"
             )
+        self.num_collectors = int(getattr(algo.cfg, "num_collectors", 1))
+        if self.num_collectors < 1 or algo.num_envs % self.num_collectors:
+            raise ValueError(
+                f"num_collectors must be >= 1 and divide num_envs, got num_collectors={self.num_collectors} "
+                f"and num_envs={algo.num_envs}"
+            )
         self.env_fn = env_fn
+        self.env_seed = env_seed
         self.algo = algo
         self.log_fn = log_fn
         self.checkpoint_fn = checkpoint_fn
@@ -431,126 +479,213 @@ class AsyncOffPolicyRunner:
         self.episode_lengths: deque[int] = deque(maxlen=episode_window)
         self.seed = draw_seed() if seed is None else seed
         self.collector_exitcode: int | None = None
+        self.collector_exitcodes: list[int | None] = []
         self.cleanup_errors: list[str] = []
         self.transfer = {"blocks": 0, "bytes_to_learner": 0, "weight_broadcasts": 0, "weight_bytes": 0,
                          "weight_pulls": 0, "pinned": 0}
         self._proc = None
+        self._procs: list = []
 
     # -- process management -------------------------------------------------------------
+    def _name(self, k: int) -> str:
+        """How messages name collector ``k``: "collector process" alone, else with index and pid."""
+        if len(self._procs) <= 1:
+            return "collector process"
+        try:
+            pid = self._procs[k].pid
+        except ValueError:  # closed
+            pid = None
+        return f"collector {k} of {len(self._procs)} (pid {pid})"
+
     def _start(self, num_steps: int, ctx) -> tuple:
         algo, cfg = self.algo, self.algo.cfg
+        k_all = self.num_collectors
+        shard_n = algo.num_envs // k_all
         blocks = SharedBlocks(cfg.num_blocks, cfg.block_steps, algo.num_envs, algo.replay.obs_dims, algo.num_actions)
         live = algo.exploration_policy()
         policy = copy.deepcopy(live).to("cpu")
         weights = SharedWeights(flat_state(live).numel(), ctx)
-        free_q, full_q, stop = ctx.Queue(), ctx.Queue(), ctx.Event()
-        for i in range(cfg.num_blocks):
-            free_q.put(i)
-        spec = CollectorSpec(
-            total_steps=num_steps,
-            start_iteration=algo.iteration,
-            learning_starts=cfg.learning_starts,
-            seed=self.seed,
-            torch_threads=cfg.collector_threads,
-            parent_pid=os.getpid(),
-            action_low=algo.action_low.detach().cpu(),
-            action_high=algo.action_high.detach().cpu(),
-        )
-        proc = ctx.Process(
-            target=_collector_main,
-            args=(self.env_fn, policy, blocks, weights, free_q, full_q, stop, spec),
-            name="unilab-collector",
-            daemon=True,
-        )
+        stop = ctx.Event()
+        free_qs, full_qs, procs = [], [], []
+        env_seed = self.seed if self.env_seed is None else self.env_seed
+        self._procs = procs
         # The child inherits an ignored SIGINT from the moment it exists (Python keeps SIG_IGN at
         # start-up), so a Ctrl-C during its imports cannot kill it with a traceback.
         main = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
         try:
-            proc.start()
+            for k in range(k_all):
+                free_q, full_q = ctx.Queue(), ctx.Queue()
+                for i in range(cfg.num_blocks):
+                    free_q.put(i)
+                free_qs.append(free_q)
+                full_qs.append(full_q)
+                spec = CollectorSpec(
+                    total_steps=num_steps,
+                    start_iteration=algo.iteration,
+                    learning_starts=cfg.learning_starts,
+                    seed=self.seed + k * SHARD_SEED_STRIDE,
+                    torch_threads=cfg.collector_threads,
+                    parent_pid=os.getpid(),
+                    action_low=algo.action_low.detach().cpu(),
+                    action_high=algo.action_high.detach().cpu(),
+                    shard=k,
+                    num_shards=k_all,
+                    env_start=k * shard_n,
+                    num_envs=shard_n,
+                    env_kwargs=None if k_all == 1 else {"num_envs": shard_n,
+                                                        "seed": env_seed + k * SHARD_SEED_STRIDE},
+                )
+                proc = ctx.Process(
+                    target=_collector_main,
+                    args=(self.env_fn, policy, blocks, weights, free_q, full_q, stop, spec),
+                    name="unilab-collector" if k_all == 1 else f"unilab-collector-{k}",
+                    daemon=True,
+                )
+                procs.append(proc)
+                proc.start()
+        except BaseException:
+            self._stop(procs, stop, (*free_qs, *full_qs))
+            raise
         finally:
             if main:
                 signal.signal(signal.SIGINT, previous)
-        self._proc = proc
-        return proc, blocks, weights, free_q, full_q, stop
+        self._proc = procs[0]
+        return procs, blocks, weights, free_qs, full_qs, stop
 
-    def _stop(self, proc, stop, queues, timeout_s: float = 10.0) -> None:
-        """Stop and reap the collector, holding back SIGINT/SIGTERM until it is reaped (they are
-        re-raised afterwards, so the caller's handlers still see them). Never raises itself."""
+    def _stop(self, procs, stop, queues, timeout_s: float = 10.0) -> None:
+        """Stop and reap every collector, holding back SIGINT/SIGTERM until they are reaped (they
+        are re-raised afterwards, so the caller's handlers still see them). Never raises itself."""
         held: list[int] = []
         previous = {}
         if threading.current_thread() is threading.main_thread():
             previous = {s: signal.signal(s, lambda signum, frame: held.append(signum))
                         for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            self._reap(proc, stop, queues, timeout_s)
+            self._reap(procs, stop, queues, timeout_s)
         finally:
             for s, h in previous.items():
                 signal.signal(s, h)
             for signum in dict.fromkeys(held):
                 signal.raise_signal(signum)
 
-    def _reap(self, proc, stop, queues, timeout_s: float) -> None:
-        """Event, join, terminate, join, kill, join; then close the queues and the process."""
+    def _reap(self, procs, stop, queues, timeout_s: float) -> None:
+        """Event; join all (one shared deadline); terminate, join; kill, join; then close the
+        queues and the processes. Records every exit code and the first non-zero one."""
         try:
             stop.set()
         except Exception as exc:  # noqa: BLE001
             self.cleanup_errors.append(f"stop event: {type(exc).__name__}: {exc}")
+        started = [(k, p) for k, p in enumerate(procs) if getattr(p, "_popen", None) is not None]
         for action, wait in (("join", timeout_s), ("terminate", 5.0), ("kill", 5.0)):
-            try:
-                if action == "terminate" and proc.is_alive():
-                    self.cleanup_errors.append(f"collector did not stop within {timeout_s:.0f} s; terminated")
-                    proc.terminate()
-                elif action == "kill" and proc.is_alive():
-                    self.cleanup_errors.append("collector ignored SIGTERM; killed")
-                    proc.kill()
-                proc.join(wait)
-                if not proc.is_alive():
-                    break
-            except Exception as exc:  # noqa: BLE001
-                self.cleanup_errors.append(f"collector {action}: {type(exc).__name__}: {exc}")
-        self.collector_exitcode = proc.exitcode
+            deadline = time.monotonic() + wait
+            for k, proc in started:
+                try:
+                    if action == "terminate" and proc.is_alive():
+                        self.cleanup_errors.append(f"{self._name(k)} did not stop within {timeout_s:.0f} s; terminated")
+                        proc.terminate()
+                    elif action == "kill" and proc.is_alive():
+                        self.cleanup_errors.append(f"{self._name(k)} ignored SIGTERM; killed")
+                        proc.kill()
+                except Exception as exc:  # noqa: BLE001
+                    self.cleanup_errors.append(f"{self._name(k)} {action}: {type(exc).__name__}: {exc}")
+            for k, proc in started:
+                try:
+                    proc.join(max(0.0, deadline - time.monotonic()))
+                except Exception as exc:  # noqa: BLE001
+                    self.cleanup_errors.append(f"{self._name(k)} join: {type(exc).__name__}: {exc}")
+            if not any(p.is_alive() for _, p in started):
+                break
+        self.collector_exitcodes = [p.exitcode if getattr(p, "_popen", None) is not None else None for p in procs]
+        codes = self.collector_exitcodes
+        self.collector_exitcode = next((c for c in codes if c not in (0, None)),
+                                       None if (not codes or None in codes) else 0)
         for q in queues:
             try:
                 q.cancel_join_thread()
                 q.close()
             except Exception as exc:  # noqa: BLE001
                 self.cleanup_errors.append(f"queue close: {type(exc).__name__}: {exc}")
-        try:
-            proc.close()
-        except Exception as exc:  # noqa: BLE001
-            self.cleanup_errors.append(f"process close: {type(exc).__name__}: {exc}")
+        for k, proc in started:
+            try:
+                proc.close()
+            except Exception as exc:  # noqa: BLE001
+                self.cleanup_errors.append(f"{self._name(k)} close: {type(exc).__name__}: {exc}")
         self._proc = None
 
-    def _next_block(self, proc, full_q, first: bool) -> tuple[int, dict[str, Any]]:
+    def _alive(self) -> bool:
+        return all(p.is_alive() for p in self._procs)
+
+    def _raise_if_dead(self, full_qs) -> None:
+        """Raise :class:`CollectorDied` for the first collector that exited (its error report
+        when it sent one)."""
+        for k, proc in enumerate(self._procs):
+            if proc.is_alive():
+                continue
+            try:  # it may have reported something just before exiting
+                while True:
+                    block, info = full_qs[k].get(timeout=POLL_S)
+                    if block == "error":
+                        self._raise_error(k, info)
+            except queue.Empty:
+                pass
+            raise CollectorDied(
+                f"{self._name(k)} exited with code {proc.exitcode} at iteration {self.algo.iteration}",
+                proc.exitcode, self.algo.iteration,
+            )
+
+    def _raise_error(self, k: int, info: str) -> None:
+        self._procs[k].join(5.0)
+        last = info.strip().splitlines()[-1] if info.strip() else "unknown error"
+        raise CollectorDied(
+            f"{self._name(k)} failed at iteration {self.algo.iteration}: {last}\n{info}",
+            self._procs[k].exitcode, self.algo.iteration,
+        )
+
+    def _next_block(self, k: int, full_qs, first: bool) -> tuple[int, dict[str, Any]]:
         deadline = time.monotonic() + self.start_timeout_s if first else math.inf
         while True:
             try:
-                block, info = full_q.get(timeout=POLL_S)
+                block, info = full_qs[k].get(timeout=POLL_S)
             except queue.Empty:
-                if not proc.is_alive():
-                    try:  # it may have reported something just before exiting
-                        block, info = full_q.get(timeout=POLL_S)
-                    except queue.Empty:
-                        raise CollectorDied(
-                            f"collector process exited with code {proc.exitcode} at iteration {self.algo.iteration}",
-                            proc.exitcode, self.algo.iteration,
-                        ) from None
-                elif time.monotonic() > deadline:
+                self._raise_if_dead(full_qs)
+                if time.monotonic() > deadline:
                     raise CollectorDied(
-                        f"collector sent no data within {self.start_timeout_s:.0f} s of starting",
+                        f"{self._name(k)} sent no data within {self.start_timeout_s:.0f} s of starting",
                         None, self.algo.iteration,
                     ) from None
-                else:
-                    continue
+                continue
             if block == "error":
-                proc.join(5.0)
-                last = info.strip().splitlines()[-1] if info.strip() else "unknown error"
-                raise CollectorDied(
-                    f"collector process failed at iteration {self.algo.iteration}: {last}\n{info}",
-                    proc.exitcode, self.algo.iteration,
-                )
+                self._raise_error(k, info)
             return block, info
+
+    def _next_group(self, full_qs, first: bool) -> tuple[int, dict[str, Any]]:
+        """The next block filled by every collector (each wrote its env columns), and the
+        collectors' reports merged: episodes concatenated in shard order, env logs averaged
+        (``Episode_*`` keys weighted by the episodes each shard finished at that step), times
+        and policy version of the slowest / most behind collector, weight pulls summed."""
+        parts = [self._next_block(k, full_qs, first) for k in range(len(self._procs))]
+        block = parts[0][0]
+        if any(b != block or i["steps"] != parts[0][1]["steps"] for b, i in parts):
+            raise RuntimeError(f"collectors out of step: blocks {[(b, i['steps']) for b, i in parts]}")
+        infos = [i for _, i in parts]
+        if len(infos) == 1:
+            return block, infos[0]
+        steps = infos[0]["steps"]
+        episodes, logs = [], []
+        for t in range(steps):
+            shard_eps = [i["episodes"][t] for i in infos]
+            episodes.append(([r for rs, _ in shard_eps for r in rs], [n for _, ns in shard_eps for n in ns]))
+            logs.append(_merge_logs([i["logs"][t] for i in infos], [len(rs) for rs, _ in shard_eps]))
+        return block, {
+            "steps": steps,
+            "episodes": episodes,
+            "logs": logs,
+            "collect_time": max(i["collect_time"] for i in infos),
+            "wait_time": max(i["wait_time"] for i in infos),
+            "weight_pulls": sum(i["weight_pulls"] for i in infos),
+            "policy_version": min(i["policy_version"] for i in infos),
+        }
 
     # -- training loop --------------------------------------------------------------------
     def learn(
@@ -599,8 +734,8 @@ class AsyncOffPolicyRunner:
             return self._summary(0, 0.0, best_mean_reward, updates, times)
 
         ctx = tmp.get_context("spawn")
-        proc, blocks, weights, free_q, full_q, stop = self._start(num_iterations, ctx)
-        alive = proc.is_alive
+        procs, blocks, weights, free_qs, full_qs, stop = self._start(num_iterations, ctx)
+        alive = self._alive
         # Pinned after the child holds its handles; copies stay blocking, so a slot is only
         # handed back once its data is on the device.
         self.transfer["pinned"] = int(algo.device.type == "cuda" and blocks.pin())
@@ -608,7 +743,7 @@ class AsyncOffPolicyRunner:
             first = True
             while algo.iteration < first_iteration + num_iterations:
                 t0 = time.perf_counter()
-                block, info = self._next_block(proc, full_q, first)
+                block, info = self._next_group(full_qs, first)
                 t1 = time.perf_counter()
                 if first:  # process start, imports and env build: not a steady-state wait
                     times["collector_start"] = t1 - t0
@@ -617,7 +752,8 @@ class AsyncOffPolicyRunner:
                 steps = info["steps"]
                 base_rows = len(algo.replay)
                 self.transfer["bytes_to_learner"] += algo.store_steps(*blocks.view(block, steps))
-                free_q.put(block)  # the data is in the replay: the collector may refill the slot
+                for free_q in free_qs:  # the data is in the replay: the collectors may refill the slot
+                    free_q.put(block)
                 t2 = time.perf_counter()
                 self.transfer["blocks"] += 1
                 self.transfer["weight_pulls"] = info["weight_pulls"]
@@ -637,7 +773,11 @@ class AsyncOffPolicyRunner:
                         updates += cfg.num_updates
                         updates_since_broadcast += cfg.num_updates
                         if updates_since_broadcast >= cfg.sync_weights_every:
-                            self.transfer["weight_bytes"] += weights.publish(flat_state(live), alive)
+                            try:
+                                self.transfer["weight_bytes"] += weights.publish(flat_state(live), alive)
+                            except CollectorDied:
+                                self._raise_if_dead(full_qs)
+                                raise
                             self.transfer["weight_broadcasts"] += 1
                             updates_since_broadcast = 0
                     t4 = time.perf_counter()
@@ -672,7 +812,7 @@ class AsyncOffPolicyRunner:
                     if on_iteration is not None:
                         on_iteration(algo.iteration, metrics)
         finally:
-            self._stop(proc, stop, (free_q, full_q))
+            self._stop(procs, stop, (*free_qs, *full_qs))
             blocks.unpin()
 
         if self.checkpoint_fn is not None and last_saved != algo.iteration:

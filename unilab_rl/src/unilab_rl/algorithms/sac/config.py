@@ -128,6 +128,12 @@ class SACConfig:
     sync_weights_every: int = 8
     """Async: critic updates between two broadcasts of the actor weights and the actor's
     observation normalizer to the collector."""
+    num_collectors: int = 1
+    """Async: collector processes. Each builds its own shard of ``num_envs / num_collectors`` envs
+    (own seed, own physics pool of ``sim.nthread / num_collectors`` threads, own CPU actor copy),
+    so one collector's Python overhead and policy inference overlap another's physics. One
+    iteration is still one env step of all ``num_envs`` envs; ``num_envs`` must be divisible by
+    it."""
     collector_threads: int = 1
     """Async: torch intra-op threads of the collector's policy inference (the physics pool has
     its own threads, ``sim.nthread``)."""
@@ -147,7 +153,8 @@ class SACConfig:
             ValueError: naming the first field out of range and its value.
         """
         positive = ("num_envs", "max_iterations", "buffer_size_per_env", "batch_size", "num_updates",
-                    "policy_frequency", "block_steps", "sync_weights_every", "collector_threads")
+                    "policy_frequency", "block_steps", "sync_weights_every", "collector_threads",
+                    "num_collectors")
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"SACConfig.{name} must be >= 1, got {getattr(self, name)!r}")
@@ -169,6 +176,11 @@ class SACConfig:
             )
         if self.runtime not in ("sync", "async"):
             raise ValueError(f"SACConfig.runtime must be 'sync' or 'async', got {self.runtime!r}")
+        if self.num_envs % self.num_collectors:
+            raise ValueError(
+                f"SACConfig.num_envs must be divisible by SACConfig.num_collectors, got num_envs={self.num_envs} "
+                f"and num_collectors={self.num_collectors}"
+            )
         if self.num_blocks < 2:
             raise ValueError(f"SACConfig.num_blocks must be >= 2, got {self.num_blocks!r}")
         if self.critic_reduction not in ("min", "mean"):

@@ -1,0 +1,120 @@
+"""AsyncOffPolicyRunner with several collector processes (``num_collectors``): every shard's env
+rows stored once per step, exactly as a single-shard run with the shard's seeds; UTD held; episode
+statistics merged; one collector's death fails the run naming it; bad settings rejected."""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+
+import pytest
+import torch
+
+from unilab_rl import AsyncOffPolicyRunner, CollectorDied, OffPolicyRunner, SACConfig
+from unilab_rl.async_runtime import SHARD_SEED_STRIDE, _merge_logs
+from unilab_rl.testing import PointEnv
+
+# Picklable factory; with several collectors the runner overrides num_envs and seed per shard.
+make_point_env = functools.partial(PointEnv, num_envs=8, max_episode_length=5, seed=3)
+
+
+def _children() -> list[int]:
+    """Live child pids of this process, except multiprocessing's resource tracker."""
+    with open(f"/proc/{os.getpid()}/task/{os.getpid()}/children") as f:
+        pids = [int(p) for p in f.read().split()]
+    alive = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            with open(f"/proc/{pid}/cmdline") as f:
+                cmdline = f.read()
+            if state != "Z" and "resource_tracker" not in cmdline:
+                alive.append(pid)
+        except FileNotFoundError:
+            pass
+    return alive
+
+
+def _fields(sac, steps: int, n: int) -> dict[str, torch.Tensor]:
+    """Replay contents as (steps, n, ...) tensors."""
+    r, rows = sac.replay, steps * n
+    fields = {"obs": r.obs["critic"], "next_obs": r.next_obs["critic"], "actor_obs": r.obs["actor"],
+              "actions": r.actions, "rewards": r.rewards, "terminated": r.terminated}
+    return {k: v[:rows].reshape(steps, n, *v.shape[1:]) for k, v in fields.items()}
+
+
+def test_two_collectors_store_each_shard_like_a_single_shard_run(make_sac) -> None:
+    iterations, shard = 6, 4  # 6 steps with block_steps=4: the last block is partial
+    asyn = make_sac(make_point_env(), learning_starts=100, block_steps=4, num_blocks=2, num_collectors=2)
+    logged: list[dict[str, float]] = []
+    runner = AsyncOffPolicyRunner(make_point_env, asyn, seed=7, env_seed=3, log_fn=lambda it, m: logged.append(m))
+    summary = runner.learn(iterations)
+
+    assert asyn.iteration == iterations and len(asyn.replay) == iterations * 8
+    assert summary.transfer["blocks"] == 2 and runner.collector_exitcodes == [0, 0]
+    got = _fields(asyn, iterations, 8)
+    returns, lengths = [], []
+    for k in range(2):  # shard k == a single-collector run with the shard's env and action seeds
+        env = PointEnv(num_envs=shard, max_episode_length=5, seed=3 + k * SHARD_SEED_STRIDE)
+        ref = make_sac(env, learning_starts=100)
+        ref_runner = OffPolicyRunner(env, ref, seed=7 + k * SHARD_SEED_STRIDE)
+        ref_runner.learn(iterations)
+        for key, value in _fields(ref, iterations, shard).items():
+            torch.testing.assert_close(got[key][:, k * shard : (k + 1) * shard], value, rtol=0, atol=0, msg=key)
+        returns += list(ref_runner.episode_returns)
+        lengths += list(ref_runner.episode_lengths)
+    # Episode statistics over both shards.
+    assert sorted(runner.episode_returns) == pytest.approx(sorted(returns))
+    assert summary.final_mean_episode_length == pytest.approx(sum(lengths) / len(lengths))
+    assert any("Episode_Reward/distance" in m for m in logged)
+    assert _children() == []
+
+
+def test_two_collectors_hold_the_update_to_data_ratio(make_sac) -> None:
+    sac = make_sac(make_point_env(), learning_starts=2, num_updates=2, batch_size=16, block_steps=3, num_blocks=2,
+                   sync_weights_every=2, num_collectors=2)
+    logged: list[tuple[int, dict[str, float]]] = []
+    runner = AsyncOffPolicyRunner(make_point_env, sac, log_fn=lambda it, m: logged.append((it, m)))
+    summary = runner.learn(12)
+
+    assert [it for it, _ in logged] == list(range(1, 13))
+    assert summary.updates == 22 == sac.num_critic_updates  # as with one collector
+    assert summary.utd_ratio == pytest.approx(22 * 16 / (12 * 8))
+    assert len(sac.replay) == 12 * 8 and summary.env_steps == 12 * 8
+    keys = set().union(*(m.keys() for _, m in logged))
+    for key in ("Train/mean_reward", "Train/mean_episode_length", "Episode_Reward/distance",
+                "Episode_Termination/reached", "Perf/policy_lag"):
+        assert key in keys, key
+    assert summary.transfer["weight_broadcasts"] == 11 and summary.transfer["weight_pulls"] > 0
+    assert runner.collector_exitcode == 0 and runner.collector_exitcodes == [0, 0]
+    assert runner.cleanup_errors == [] and _children() == []
+
+
+def test_killing_one_of_two_collectors_fails_the_run_naming_it(make_sac) -> None:
+    sac = make_sac(make_point_env(), learning_starts=1, block_steps=1, num_blocks=2, num_collectors=2)
+    runner = AsyncOffPolicyRunner(make_point_env, sac)
+
+    def kill_second(iteration, metrics):
+        if iteration == 2:
+            os.kill(runner._procs[1].pid, signal.SIGKILL)
+
+    with pytest.raises(CollectorDied, match=r"collector 1 of 2 \(pid \d+\) exited with code -9 at iteration \d+"):
+        runner.learn(10_000, on_iteration=kill_second)
+    assert runner.collector_exitcode == -9 and runner.collector_exitcodes == [0, -9]
+    assert 2 <= sac.iteration < 10_000
+    assert _children() == []
+
+
+def test_bad_num_collectors_is_rejected() -> None:
+    with pytest.raises(ValueError, match=r"SACConfig.num_collectors must be >= 1, got 0"):
+        SACConfig(num_envs=8, num_collectors=0)
+    with pytest.raises(ValueError, match=r"num_envs must be divisible by SACConfig.num_collectors, got "
+                                         r"num_envs=8 and num_collectors=3"):
+        SACConfig(num_envs=8, num_collectors=3)
+
+
+def test_env_logs_of_shards_are_merged() -> None:
+    merged = _merge_logs([{"Episode_Reward/a": 1.0, "x": 2.0}, {"Episode_Reward/a": 4.0, "x": 4.0}, {}], [1, 3, 0])
+    assert merged == {"Episode_Reward/a": pytest.approx((1.0 + 12.0) / 4), "x": 3.0}
