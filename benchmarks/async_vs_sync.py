@@ -75,7 +75,7 @@ def main() -> None:
                  f"algo.learner_threads={args.learner_threads}", *args.set]
     if args.block_steps:
         overrides.append(f"algo.block_steps={args.block_steps}")
-    algo_reg, task_reg, backend_reg, cfg = prepare("sac", "g1_walk_flat", "mujoco", overrides, args.preset)
+    algo_reg, task_reg, backend_reg, cfg = prepare("sac", "g1_walk_flat", "mujoco", overrides, args.preset or None)
     device = resolve_device(args.device)
     if device.type == "cuda":
         torch.set_float32_matmul_precision("high")

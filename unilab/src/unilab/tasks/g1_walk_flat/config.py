@@ -123,7 +123,10 @@ class PenaltyCurriculumConfig(BaseModel):
     min_scale: float = Field(0.1, ge=0.0, le=1.0, description="lowest penalty scale")
     up_length_s: float = Field(15.0, gt=0.0, description="raise the scale above this mean length, s")
     down_length_s: float = Field(3.0, ge=0.0, description="lower it below this mean length, s")
-    step: float = Field(0.01, gt=0.0, le=1.0, description="change per reset past a threshold")
+    step: float = Field(
+        0.0005, gt=0.0, le=1.0,
+        description="change per reset past a threshold (0.01 rose from 0.1 to 1 in ~1 min on the GPU machine and collapsed the gait)",
+    )
 
 
 class G1WalkFlatConfig(BaseModel):
