@@ -16,6 +16,7 @@ import torch
 
 UNILAB = str(Path(sys.executable).parent / "unilab")
 SMALL = [
+    "algo.runtime=sync",  # this file tests the in-process loop; test_train_async*.py the collector
     "algo.num_envs=4",
     "algo.batch_size=64",
     "algo.num_updates=1",

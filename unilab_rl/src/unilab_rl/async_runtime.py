@@ -451,11 +451,13 @@ class AsyncOffPolicyRunner:
         checkpoint_fn: Callable[[int], None] | None = None,
         log_interval: int = 1,
         checkpoint_interval: int = 0,
-        episode_window: int = 100,
+        episode_window: int | None = None,
         seed: int | None = None,
         start_timeout_s: float = 300.0,
         env_seed: int | None = None,
     ) -> None:
+        if episode_window is None:
+            episode_window = max(100, algo.num_envs)
         if log_interval < 1 or checkpoint_interval < 0 or episode_window < 1:
             raise ValueError(
                 f"need log_interval >= 1, checkpoint_interval >= 0, episode_window >= 1; got "

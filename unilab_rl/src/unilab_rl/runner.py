@@ -83,7 +83,9 @@ class OffPolicyRunner:
         log_interval: iterations between ``log_fn`` calls (>= 1).
         checkpoint_interval: iterations between checkpoints; 0 saves only at the end.
         episode_window: finished episodes averaged into ``Train/mean_reward`` and
-            ``Train/mean_episode_length`` (rsl_rl uses 100).
+            ``Train/mean_episode_length``; ``None`` (default): ``max(100, num_envs)``, so that with
+            many envs the mean covers about one episode per env rather than the few env steps in
+            which 100 episodes end (rsl_rl uses 100).
         seed: seed of the CPU generator of warm-up random actions; ``None`` draws one from
             torch's global RNG (reproducible under ``torch.manual_seed``). The async runner uses
             the same rule, so both runtimes take the same warm-up actions.
@@ -101,9 +103,11 @@ class OffPolicyRunner:
         checkpoint_fn: Callable[[int], None] | None = None,
         log_interval: int = 1,
         checkpoint_interval: int = 0,
-        episode_window: int = 100,
+        episode_window: int | None = None,
         seed: int | None = None,
     ) -> None:
+        if episode_window is None:
+            episode_window = max(100, env.num_envs)
         if log_interval < 1 or checkpoint_interval < 0 or episode_window < 1:
             raise ValueError(
                 f"need log_interval >= 1, checkpoint_interval >= 0, episode_window >= 1; got "
