@@ -62,6 +62,9 @@ def train(
     from unilab_rl.async_runtime import CollectorDied
 
     try:
+        code = _launch_ranks(algo, task, sim, overrides or [], preset)
+        if code is not None:  # several ranks ran (and printed) as child processes
+            raise typer.Exit(code)
         run_dir = run_train(algo, task, sim, overrides or [], preset, argv=sys.argv)
     except UserError as exc:
         _fail(str(exc))
@@ -71,8 +74,34 @@ def train(
     except TrainingInterrupted as exc:
         typer.echo(f"training stopped by {exc}: checkpoint and run_summary.json saved in the run directory", err=True)
         raise typer.Exit(130 if exc.signum == 2 else 143)
+    if run_dir is None:  # a rank other than 0: rank 0 reports
+        return
     typer.echo(f"run directory: {run_dir}")
     _echo_play_and_export(run_dir)
+
+
+def _launch_ranks(algo: str, task: str, sim: str, overrides: list[str], preset: Optional[str]) -> Optional[int]:
+    """``training.devices`` with several entries, outside torchrun: check the whole config here (a
+    bad value is one line, before any process starts), then run the ranks through torch's elastic
+    launcher and return their exit code. None: train in this process."""
+    from unilab import ddp
+    from unilab.train import UserError, prepare
+
+    if ddp.under_torchrun():
+        return None
+    _, _, _, cfg = prepare(algo, task, sim, overrides, preset)
+    try:
+        devices = ddp.parse_devices(cfg.training.devices)
+    except ddp.DevicesError as exc:
+        raise UserError(str(exc)) from None
+    if devices is None or len(devices) == 1:
+        return None
+    if cfg.training.device != "auto":
+        raise UserError(f"training.device={cfg.training.device} and training.devices are both set: set training.devices alone")
+    if cfg.sim.cpu_ids:
+        raise UserError("sim.cpu_ids is set: leave it unset with several ranks (each rank takes its share of the cores)")
+    typer.echo(f"training on {len(devices)} ranks: {', '.join(devices)}", err=True)
+    return ddp.launch(devices, sys.argv)
 
 
 def _echo_play_and_export(run_dir) -> None:

@@ -52,6 +52,12 @@ class TrainingConfig(BaseModel):
     log_dir: str = Field("logs", description="root of the run directories")
     no_play: bool = Field(False, description="skip play + export after training")
     device: str = Field("auto", description="learner device: auto, cuda, cuda:N, xpu, mps or cpu")
+    devices: list[int | str] | str | None = Field(
+        None,
+        description="several learners, one rank each (torch.distributed): CUDA indices [0,1] (NCCL) "
+        "or cpu:N (N gloo ranks on the CPU); algo.num_envs and algo.batch_size are per rank; unset: "
+        "one process on training.device",
+    )
     checkpoint_interval: int = Field(500, ge=1, description="iterations between checkpoints")
     keep_checkpoints: int = Field(
         5, ge=1, description="numbered checkpoints kept (the oldest are deleted); model_last.pt always"

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 import numpy as np
 import torch
 
-from unilab import runs
+from unilab import ddp, runs
 from unilab.config import ConfigError, build_run_model, owner_config_files, resolve_config
 from unilab.plugins import TASKS
 from unilab_rl.async_runtime import CollectorDied
@@ -290,8 +290,9 @@ def train(
     overrides: list[str] | None = None,
     preset: str | None = None,
     argv: list[str] | None = None,
-) -> Path:
-    """Train and return the run directory.
+) -> Path | None:
+    """Train and return the run directory (None on a rank other than 0 of several: only rank 0
+    writes one; :mod:`unilab.ddp`).
 
     Raises:
         UserError: bad input, before any run directory exists.
@@ -300,14 +301,27 @@ def train(
     algo_reg, task_reg, backend_reg, cfg = prepare(algo, task, sim, overrides or [], preset)
     algo_cfg = _algo_config(algo_reg, cfg)
     _check_schedule(algo_cfg)
-    _check_log_dir(cfg.training.log_dir)
+    try:  # joins the process group when this process is one of several ranks (torchrun)
+        dctx = ddp.setup(cfg.training.devices, cfg.training.device, cfg.sim.cpu_ids)
+    except ddp.DevicesError as exc:
+        raise UserError(str(exc)) from None
+    try:
+        return _train(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, algo_cfg, argv, dctx)
+    finally:
+        dctx.close()
+
+
+def _train(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, algo_cfg, argv, dctx) -> Path | None:
+    if dctx.is_main:
+        _check_log_dir(cfg.training.log_dir)
     resume_path = resume_payload = None
     if getattr(algo_cfg, "resume", None):
         resume_path = find_resume_checkpoint(algo_cfg.resume, cfg.training.log_dir, algo, task)
         resume_payload = read_resume_checkpoint(resume_path, algo, task, cfg.algo.max_iterations)
-    seed_everything(cfg.training.seed)
+    seed = dctx.seed(cfg.training.seed)  # training.seed on rank 0 (and without ranks)
+    seed_everything(seed)
     try:
-        device = resolve_device(cfg.training.device)
+        device = dctx.device if dctx.device is not None else resolve_device(cfg.training.device)
     except ValueError as exc:
         raise UserError(f"training.device: {exc}") from None
 
@@ -339,7 +353,7 @@ def train(
         nthread=threads["physics_per_collector"] if runtime == "async" else cfg.sim.nthread,
         cpu_ids=cfg.sim.cpu_ids,
         robot_mjcf=cfg.robot.mjcf,
-        seed=cfg.training.seed,
+        seed=seed,
     )
     try:
         env = env_fn()
@@ -356,16 +370,32 @@ def train(
         if resume_payload is not None:
             _apply_resume(resume_path, resume_payload, agent)
             resume = {"path": str(resume_path), "iteration": agent.iteration}
+        if dctx.enabled:
+            from unilab_rl import distributed
+
+            try:
+                distributed.attach(agent)
+            except TypeError:
+                raise UserError(
+                    f"training.devices: --algo {algo} cannot train on several ranks yet (sac can)"
+                ) from None
+            distributed.broadcast_state(agent)  # every rank starts from rank 0's learner
         context = {
+            "seed": seed,
+            "dist": dctx,
             "env_fn": env_fn,
             "runtime": runtime,
             "threads": threads,
             "tensor_native_env": tensor_native,
             "resume": resume,
         }
+        if not dctx.is_main:
+            _run_rank(cfg, algo_reg, env, agent, context)
+            return None
         run_dir = _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, device, argv, context)
     finally:
         env.close()
+    dctx.close()  # the other ranks are done; play and export are rank 0's alone
     if not cfg.training.no_play:  # video + ONNX of the last checkpoint; failures are recorded only
         from unilab.deploy import after_training
 
@@ -394,6 +424,7 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             "workspace": runs.workspace_state(),
             "hardware": runs.hardware_info(),
             "resumed_from": context["resume"],
+            "distributed": context["dist"].summary(),
         },
     )
     summary = runs.RunSummary(
@@ -403,6 +434,9 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             "task": task,
             "sim": sim,
             "num_envs": env.num_envs,
+            "world_size": context["dist"].world_size,
+            "devices": context["dist"].devices or [str(device)],
+            "num_envs_total": env.num_envs * context["dist"].world_size,
             "env_device": str(env.device),
             "env_public_device": str(env.device),
             "learner_device": str(device),
@@ -443,10 +477,12 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             old.unlink(missing_ok=True)
         return path
 
-    progress = _progress(cfg.training.progress, max_iterations, env.num_envs)
+    dctx = context["dist"]
+    steps_per_iteration = env.num_envs * dctx.world_size  # all ranks step in lock-step
+    progress = _progress(cfg.training.progress, max_iterations, steps_per_iteration)
     stats: dict[str, Any] = {
         "iterations": start_iteration,
-        "env_steps": start_iteration * env.num_envs,
+        "env_steps": start_iteration * steps_per_iteration,
         "env_steps_per_s": None,
         "final_mean_reward": None,
         "best_mean_reward": None,
@@ -469,12 +505,13 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
 
     def on_iteration(iteration: int, metrics: dict[str, float]) -> None:
         with interrupts.deferred():
+            _sum_throughput(dctx, cfg, iteration, metrics)
             _record(iteration, metrics)
 
     def _record(iteration: int, metrics: dict[str, float]) -> None:
         state["iteration"] = iteration
         stats["iterations"] = iteration
-        stats["env_steps"] = iteration * env.num_envs
+        stats["env_steps"] = iteration * steps_per_iteration
         for key in ("collection", "learning", "learner_wait", "collector_wait", "collector_start"):
             stats[f"{key}_time_s"] += metrics.get(f"Perf/{key}_time", 0.0)
         stats["utd_ratio"] = metrics.get("Perf/utd_ratio", stats["utd_ratio"])
@@ -489,7 +526,7 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
                 stats["time_to_goal_episode_length"] = {
                     "goal_episode_length": goal_length,
                     "iteration": iteration,
-                    "env_steps": iteration * env.num_envs,
+                    "env_steps": iteration * steps_per_iteration,
                     "wall_time_s": round(time.monotonic() - t0, 1),
                 }
                 summary.update(**stats)
@@ -506,15 +543,16 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             save_checkpoint(iteration)
             summary.update(checkpoint=state["checkpoint"], **stats)
 
-    if context["runtime"] == "async":
-        runner = algo_reg.item.make_runner(env, agent, env_fn=context["env_fn"], env_seed=cfg.training.seed)
-    else:
-        runner = algo_reg.item.make_runner(env, agent)
+    runner = _make_runner(algo_reg, env, agent, context)
     status, error = "normal_completion", None
     t0 = time.monotonic()
     with interrupts.installed():
         try:
             runner.learn(max_iterations - start_iteration, on_iteration=on_iteration)
+            if dctx.enabled:  # a real check, recorded: every rank's learner state hashes the same
+                stats["ranks_identical"] = dctx.check_identical(agent)
+                if not stats["ranks_identical"]:
+                    log.warning("the ranks' learner states differ at the end of training")
         except TrainingInterrupted as exc:
             status = "interrupted" if exc.signum == signal.SIGINT else "terminated"
             error = f"stopped by {exc}"
@@ -536,7 +574,7 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
                 error = (error + "; " if error else "") + f"checkpoint failed: {exc}"
             writer.flush()
             writer.close()
-            done_steps = (state["iteration"] - start_iteration) * env.num_envs
+            done_steps = (state["iteration"] - start_iteration) * steps_per_iteration
             stats["env_steps_per_s"] = round(done_steps / elapsed, 1) if elapsed > 0 else None
             cleanup_errors = list(getattr(runner, "cleanup_errors", []))
             summary.update(
@@ -554,6 +592,43 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             )
             summary.update(plot=_write_plot(run_dir, env.num_envs))  # after the final summary
     return run_dir
+
+
+def _make_runner(algo_reg, env, agent, context):
+    if context["runtime"] == "async":
+        return algo_reg.item.make_runner(env, agent, env_fn=context["env_fn"], env_seed=context["seed"])
+    return algo_reg.item.make_runner(env, agent)
+
+
+def _sum_throughput(dctx, cfg, iteration: int, metrics: dict[str, float]) -> None:
+    """Several ranks, at log iterations: ``Perf/total_fps`` becomes the sum over ranks (an
+    all-reduce every rank makes at the same iteration) and ``Perf/rank_fps`` keeps this rank's."""
+    if not dctx.enabled:
+        return
+    if iteration % cfg.training.log_interval == 0 or iteration == cfg.algo.max_iterations:
+        fps = metrics.get("Perf/total_fps", 0.0)
+        metrics["Perf/rank_fps"] = fps
+        metrics["Perf/total_fps"] = dctx.sum_scalar(fps)
+
+
+def _run_rank(cfg, algo_reg, env, agent, context) -> None:
+    """A rank other than 0: the same training steps (its gradients and statistics join rank 0's
+    through the learner's hooks), the same collectives at log time and at the end; no run
+    directory, metrics, checkpoint, summary or play."""
+    dctx = context["dist"]
+    interrupts = _Interrupts()
+
+    def on_iteration(iteration: int, metrics: dict[str, float]) -> None:
+        with interrupts.deferred():
+            _sum_throughput(dctx, cfg, iteration, metrics)
+
+    runner = _make_runner(algo_reg, env, agent, context)
+    with interrupts.installed():
+        try:
+            runner.learn(cfg.algo.max_iterations - agent.iteration, on_iteration=on_iteration)
+        finally:
+            interrupts.closing = True
+    dctx.check_identical(agent)
 
 
 def _write_plot(run_dir: Path, num_envs: int) -> str:

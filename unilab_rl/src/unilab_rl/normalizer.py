@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 
@@ -55,11 +57,15 @@ class RunningMeanStd(nn.Module):
         self.register_buffer("count", torch.zeros((), dtype=torch.int64, device=device))
 
     @torch.no_grad()
-    def update(self, x: torch.Tensor) -> None:
+    def update(self, x: torch.Tensor, reduce: Callable[[torch.Tensor], None] | None = None) -> None:
         """Merge a batch into the statistics.
 
         Args:
             x: (N, dim) float; N >= 1. Moved to the statistics' device if needed.
+            reduce: data-parallel training (:mod:`unilab_rl.distributed`): a function that sums a
+                tensor in place over all ranks. The batch's moments (count, sum, sum of squares,
+                float64) are summed first, so every rank merges the same global batch and the
+                statistics stay identical across ranks. ``None``: this batch alone.
 
         Raises:
             ValueError: ``x`` is not (N, dim).
@@ -67,10 +73,25 @@ class RunningMeanStd(nn.Module):
         if x.ndim != 2 or x.shape[1] != self.dim:
             raise ValueError(f"RunningMeanStd.update expects (N, {self.dim}), got {tuple(x.shape)}")
         x = x.to(self.mean.device, torch.float32)
-        batch_count = x.shape[0]
-        batch_mean = x.mean(dim=0)  # (dim,)
-        batch_var = x.var(dim=0, unbiased=False)  # (dim,)
+        if reduce is None:
+            self.merge(x.mean(dim=0), x.var(dim=0, unbiased=False), x.shape[0])
+            return
+        moments = batch_moments(x)[None]  # (1, 1 + 2 dim)
+        reduce(moments)
+        self.merge_moments(moments[0])
 
+    @torch.no_grad()
+    def merge_moments(self, moments: torch.Tensor) -> None:
+        """Merge a batch given as its summed moments ``[count, sum (dim), sum of squares (dim)]``
+        (float64, :func:`batch_moments`, possibly summed over ranks)."""
+        count = moments[0]
+        batch_mean = moments[1 : 1 + self.dim] / count
+        batch_var = (moments[1 + self.dim :] / count - batch_mean.square()).clamp_min(0.0)
+        self.merge(batch_mean.to(torch.float32), batch_var.to(torch.float32), int(round(float(count))))
+
+    @torch.no_grad()
+    def merge(self, batch_mean: torch.Tensor, batch_var: torch.Tensor, batch_count: int) -> None:
+        """Merge a batch given by its (dim,) mean, (dim,) population variance and row count."""
         # Chan et al. (1979): combine (mean_a, M2_a, n_a) and (mean_b, M2_b, n_b).
         total = self.count + batch_count  # ()
         w_batch = batch_count / total.to(torch.float32)  # () in (0, 1]
@@ -93,4 +114,13 @@ class RunningMeanStd(nn.Module):
         return f"dim={self.dim}, eps={self.eps}, clip={self.clip}"
 
 
-__all__ = ["RunningMeanStd"]
+def batch_moments(x: torch.Tensor) -> torch.Tensor:
+    """``[count, sum over rows (dim), sum of squares over rows (dim)]`` of (N, dim) ``x``, float64
+    (float32 on MPS, which has no float64); sums of these over ranks describe the union batch."""
+    dtype = torch.float32 if x.device.type == "mps" else torch.float64
+    x = x.to(dtype)
+    count = torch.full((1,), x.shape[0], dtype=dtype, device=x.device)
+    return torch.cat([count, x.sum(0), x.square().sum(0)])
+
+
+__all__ = ["RunningMeanStd", "batch_moments"]

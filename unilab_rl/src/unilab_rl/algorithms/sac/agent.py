@@ -9,6 +9,7 @@ import copy
 import dataclasses
 import logging
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -18,7 +19,7 @@ from unilab_rl.algorithms.sac import update as sac_update
 from unilab_rl.algorithms.sac.config import SACConfig
 from unilab_rl.algorithms.sac.networks import Actor, Critic, DeterministicPolicy, ExplorationPolicy
 from unilab_rl.device import resolve_device
-from unilab_rl.normalizer import RunningMeanStd
+from unilab_rl.normalizer import RunningMeanStd, batch_moments
 from unilab_rl.replay import ReplayBuffer
 from unilab_rl.vecenv import VecEnv
 
@@ -51,6 +52,12 @@ class SAC:
         num_critic_updates: gradient steps taken on the critics so far.
         compile_backend: ``"inductor"`` when the critic and actor objectives run through
             ``torch.compile`` (mode ``cfg.compile_mode``), ``"eager"`` otherwise.
+        grad_sync: ``None``, or (data-parallel training, :func:`unilab_rl.distributed.attach`) a
+            callable run on each optimizer group's parameters between backward and step (critic;
+            actor and temperature), outside the compiled objectives.
+        stats_sync: ``None``, or a callable summing a tensor in place over ranks: observation
+            statistics are then merged from the moments of all ranks' batches (identical on
+            every rank).
 
     Raises:
         ValueError: the env has no ``"actor"`` group, its action box is malformed, or its sizes
@@ -119,6 +126,8 @@ class SAC:
 
         self.iteration = 0
         self.num_critic_updates = 0
+        self.grad_sync: Callable[[list[torch.Tensor]], None] | None = None
+        self.stats_sync: Callable[[torch.Tensor], None] | None = None
         self._setup_compile()
 
     # -- Acting -----------------------------------------------------------------------------
@@ -199,7 +208,7 @@ class SAC:
         obs = {g: obs[g].to(self.device) for g in groups}
         next_obs = {g: next_obs[g].to(self.device) for g in groups}
         for group, normalizer in self.obs_normalizers.items():
-            normalizer.update(obs[group])
+            normalizer.update(obs[group], reduce=self.stats_sync)
         self.replay.add(obs, actions, rewards, terminated, next_obs)
 
     @torch.no_grad()
@@ -238,6 +247,12 @@ class SAC:
         next_d = {g: flat(next_obs[g]) for g in groups}
         actions_d, rewards_d, terminated_d = flat(actions), flat(rewards), flat(terminated)
         for group, normalizer in self.obs_normalizers.items():
+            if self.stats_sync is not None:  # one reduction for the block's T steps, merged step by step
+                moments = torch.stack([batch_moments(obs_d[group][t * n : (t + 1) * n]) for t in range(steps)])
+                self.stats_sync(moments)
+                for t in range(steps):
+                    normalizer.merge_moments(moments[t])
+                continue
             for t in range(steps):
                 normalizer.update(obs_d[group][t * n : (t + 1) * n])
         self.replay.add(obs_d, actions_d, rewards_d, terminated_d, next_d)
@@ -317,7 +332,9 @@ class SAC:
             qf_loss, info = self._critic_objective_fn(
                 batch.obs[c], batch.actions, batch.rewards, batch.terminated, batch.next_obs[a], batch.next_obs[c]
             )
-            sac_update.apply_gradients(qf_loss, self.critic_optimizer, self.critic.parameters(), cfg.max_grad_norm)
+            sac_update.apply_gradients(
+                qf_loss, self.critic_optimizer, self.critic.parameters(), cfg.max_grad_norm, self.grad_sync
+            )
             sac_update.polyak_update(self._target_params, self._online_params, cfg.tau)
             critic_logs.append(torch.stack([qf_loss.detach(), (info["qf1"] + info["qf2"]) / 2]))
             self.num_critic_updates += 1
@@ -328,7 +345,7 @@ class SAC:
                 loss, temperature_loss, info = self._actor_objective_fn(batch.obs[a], batch.obs[c])
                 sac_update.apply_gradients(
                     loss + temperature_loss, [self.actor_optimizer, self.alpha_optimizer],
-                    self.actor.parameters(), cfg.max_grad_norm,
+                    self.actor.parameters(), cfg.max_grad_norm, self.grad_sync,
                 )  # fmt: skip
                 actor_logs.append(
                     torch.stack([loss.detach(), temperature_loss.detach(), info["entropy"], self.log_alpha.detach().exp()])

@@ -25,7 +25,7 @@ Shapes: B = batch size, A = action size, Da / Dc = actor / critic observation si
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import torch
 from torch import nn
@@ -180,8 +180,9 @@ def apply_gradients(
     optimizers: torch.optim.Optimizer | Sequence[torch.optim.Optimizer],
     clip_params: Iterable[torch.Tensor] | None = None,
     max_grad_norm: float = 0.0,
+    grad_sync: Callable[[list[torch.Tensor]], None] | None = None,
 ) -> None:
-    """``zero_grad -> backward -> (clip) -> step`` for one or several optimizers.
+    """``zero_grad -> backward -> (grad_sync) -> (clip) -> step`` for one or several optimizers.
 
     Gradients accumulate only into the optimizers' own parameters (``backward(inputs=...)``): the
     actor loss, for instance, leaves the critic's ``.grad`` alone, which saves the critic's weight
@@ -193,12 +194,18 @@ def apply_gradients(
         loss: () scalar.
         optimizers: the optimizers to step.
         clip_params: parameters whose total gradient norm is clipped to ``max_grad_norm`` (when > 0).
+        grad_sync: data-parallel training: called with the optimizers' parameters after the
+            backward pass and before clipping and stepping (eager, outside any compiled region);
+            :func:`unilab_rl.distributed.average_gradients` replaces each ``.grad`` by its mean
+            over ranks, so every rank takes the same step.
     """
     optimizers = [optimizers] if isinstance(optimizers, torch.optim.Optimizer) else list(optimizers)
     params = [p for optimizer in optimizers for group in optimizer.param_groups for p in group["params"]]
     for optimizer in optimizers:
         optimizer.zero_grad(set_to_none=True)
     loss.backward(inputs=params)
+    if grad_sync is not None:
+        grad_sync(params)
     if max_grad_norm > 0 and clip_params is not None:
         nn.utils.clip_grad_norm_(clip_params, max_grad_norm)
     for optimizer in optimizers:

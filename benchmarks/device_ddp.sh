@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# 1 vs 2 GPUs (issue 9): the SAC g1_walk_flat default (owner YAML: async runtime) for SECONDS each,
+# on the 2-GPU machine, from wheels built by ../shared/scripts/offline-wheels.sh (in .whl/), as
+# benchmarks/device_train.sh.
+# Usage (repository root, on the device machine):
+#   bash benchmarks/device_ddp.sh OUTDIR [SECONDS=240] [overrides...]
+# Run 1: training.devices=[0] (one learner on cuda:0, all the machine's cores).
+# Run 2: training.devices=[0,1] (two ranks, NCCL, each with half the cores and its own envs:
+#        algo.num_envs per rank, so twice the envs in total).
+# Each run is stopped with SIGINT after SECONDS (rank 0 writes run_summary.json, status
+# interrupted). Prints per run: env steps/s over the whole run (run_summary.json, all ranks,
+# start-up and compile included) and the last progress line's rate (steady state, all ranks).
+set -euo pipefail
+out=$1; secs=${2:-240}; shift; [ $# -gt 0 ] && shift
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/*.whl
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+mkdir -p "$out"
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available(), torch.cuda.device_count(), "GPUs")'
+echo "cores: $(nproc)"
+for devices in '[0]' '[0,1]'; do
+  n=$(python3 -c "print(len($devices))")
+  logs=/tmp/logs_ddp_$n
+  rm -rf "$logs"
+  echo "== training.devices=$devices for ${secs} s"
+  timeout -s INT -k 120 "$secs" python3 -m unilab.cli train --algo sac --task g1_walk_flat --sim mujoco \
+    algo.max_iterations=100000000 training.no_play=true training.log_dir="$logs" \
+    training.devices="$devices" "$@" > "$out/train_${n}gpu.log" 2>&1 || true
+  tail -n 5 "$out/train_${n}gpu.log"
+  summary=$(ls "$logs"/sac/g1_walk_flat/*/run_summary.json | head -n 1)
+  cp "$summary" "$out/summary_${n}gpu.json"
+  python3 - "$summary" "$out/train_${n}gpu.log" "$n" <<'PY'
+import json, re, sys
+s = json.load(open(sys.argv[1]))
+rates = re.findall(r"train \d+/\d+ \(\d+%\): (\d+) env steps/s", open(sys.argv[2]).read())
+print(f"RESULT {sys.argv[3]} GPU(s): env_steps_per_s {s.get('env_steps_per_s')} (whole run, all ranks), "
+      f"last progress line {rates[-1] if rates else '-'} env steps/s, world_size {s.get('world_size')}, "
+      f"devices {s.get('devices')}, num_envs_total {s.get('num_envs_total')}, status {s.get('status')}, "
+      f"utd_ratio {s.get('utd_ratio')}, ranks_identical {s.get('ranks_identical')}")
+PY
+done | tee "$out/device_ddp.txt"
+grep '^RESULT' "$out/device_ddp.txt"
