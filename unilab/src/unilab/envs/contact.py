@@ -123,6 +123,18 @@ class ContactSensor:
                     f"contact sensor {name!r}: the scene lacks MuJoCo sensor {n!r}; "
                     "build the MJCF with unilab.envs.contact.add_contact_sensors"
                 )
+        # the slots' (found, force xyz) as one (N, S, 4) view when their MuJoCo sensors are
+        # consecutive in sensordata (add_contact_sensors adds them so), else per-slot reads
+        self._block = None
+        first = env.backend.sensor(self._names[0])
+        views = [env.backend.sensor(n) for n in self._names]
+        if first.stride(1) == 1 and all(v.shape[1] == 4 for v in views) and all(
+            v.data_ptr() == first.data_ptr() + 4 * i * first.element_size()
+            for i, v in enumerate(views)
+        ):
+            self._block = first.as_strided(
+                (first.shape[0], len(views), 4), (first.stride(0), 4 * first.stride(1), first.stride(1))
+            )
         num, s = env.num_envs, len(self._names)
         self.found = torch.zeros(num, s, device=env.device)
         self.force = torch.zeros(num, s, 3, device=env.device)
@@ -139,6 +151,14 @@ class ContactSensor:
 
     def refresh(self) -> None:
         """Re-read found and force from the backend (no timer update)."""
+        if self._block is not None and self._block.data_ptr() == self.env.backend.sensor(
+            self._names[0]
+        ).data_ptr():
+            block = self._block  # (N, S, 4): found, force xyz
+            self.found.copy_(block[:, :, 0])
+            self.force.copy_(block[:, :, 1:4])
+            torch.gt(self.found, 0.0, out=self.in_contact)
+            return
         for i, n in enumerate(self._names):
             data = self.env.backend.sensor(n)  # (N, 4): found, force xyz
             self.found[:, i] = data[:, 0]

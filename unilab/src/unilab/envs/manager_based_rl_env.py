@@ -89,6 +89,8 @@ class ManagerBasedRlEnv:
         robot: :class:`~unilab.envs.robot.RobotView` of the robot.
         contact_sensors: name -> :class:`~unilab.envs.contact.ContactSensor`.
         step_dt: env step, s (``decimation * dt``).
+        step_cache: dict of values that several terms of one step share (see
+            :func:`unilab.envs.mdp.rewards.step_cached`); cleared when the state or commands change.
         episode_length: (N,) int64 env steps since each row's reset.
     """
 
@@ -123,6 +125,9 @@ class ManagerBasedRlEnv:
         self.max_episode_length_s = cfg.episode_length_s
         self.max_episode_length = int(round(cfg.episode_length_s / self.step_dt))
         self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=self.device)
+        # values several terms of one step read (e.g. the command speed), cleared whenever the
+        # state or the commands change (after the step's command update and after resets)
+        self.step_cache: dict = {}
 
         self.contact_sensors = {
             name: ContactSensor(self, name, c) for name, c in cfg.contact_sensors.items()
@@ -161,6 +166,7 @@ class ManagerBasedRlEnv:
         self.episode_length += 1
         for command in self.commands.values():
             command.update(self.step_dt)
+        self.step_cache.clear()  # terms share per-step values through it (rewards: command speed)
 
         terminated, truncated = self.termination_manager.compute()
         reward = self.reward_manager.compute()
@@ -177,6 +183,7 @@ class ManagerBasedRlEnv:
         # Interval events (pushes) act after the observation: the policy sees their effect in the
         # next step's observation, as an unobserved disturbance of this transition.
         self.event_manager.step()
+        self.step_cache.clear()
         return obs, reward, terminated, truncated, {"final_obs": final_obs, "log": log}
 
     def close(self) -> None:
@@ -189,7 +196,8 @@ class ManagerBasedRlEnv:
         log = self.reward_manager.reset(env_ids)
         log.update(self.termination_manager.reset(env_ids))
         log["Episode/length_s"] = float(self.episode_length[env_ids].float().mean()) * self.step_dt
-        self.backend.reset(env_ids)
+        if not self.event_manager.first_reset_resets_backend:
+            self.backend.reset(env_ids)  # else the first reset event resets these rows itself
         self.event_manager.apply("reset", env_ids)
         self.robot.refresh()
         for sensor in self.contact_sensors.values():
@@ -200,4 +208,5 @@ class ManagerBasedRlEnv:
             if hasattr(command, "metrics"):  # e.g. the motion command's sampling statistics
                 log.update(command.metrics())
         self.episode_length[env_ids] = 0
+        self.step_cache.clear()
         return log

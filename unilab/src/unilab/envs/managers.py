@@ -138,26 +138,39 @@ class ObservationManager:
                 sel = _as_slice(cols)
                 self._noise[g] = (sel if isinstance(sel, slice) else sel.to(env.device),
                                   scale[cols].to(env.device))
+        # group -> [(term, cache key or None)], the keys computed once
+        self._terms = {g: [(t, self._key(t)) for t in terms.values()] for g, terms in groups.items()}
 
-    def _eval(self, term: ObsTerm, cache: dict) -> torch.Tensor:
+    @staticmethod
+    def _key(term: ObsTerm):
+        """The cache key of a term (function and parameters), None for unhashable params."""
         try:
             key = (term.func, tuple(sorted(term.params.items())))
             hash(key)
         except TypeError:  # unhashable params (a list or dict): evaluated per group
+            return None
+        return key
+
+    def _eval(self, term: ObsTerm, cache: dict, key=False) -> torch.Tensor:
+        if key is False:
+            key = self._key(term)
+        if key is None:
             return term.func(self.env, **term.params)
-        if key not in cache:
-            cache[key] = term.func(self.env, **term.params)
-        return cache[key]
+        value = cache.get(key)
+        if value is None:
+            value = cache[key] = term.func(self.env, **term.params)
+        return value
 
     def compute(self, env_ids: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """group -> (N, dims[group]) float32, each a new tensor; with ``env_ids`` (k,) only those
         rows, (k, dims[group]) (terms still run on all rows; noise is drawn for k rows)."""
         cache: dict = {}
         out = {}
-        for g, terms in self.groups.items():
-            obs = torch.cat([self._eval(t, cache) for t in terms.values()], dim=1)
-            if env_ids is not None:
-                obs = obs[env_ids]
+        for g, terms in self._terms.items():
+            values = [self._eval(t, cache, key) for t, key in terms]
+            if env_ids is not None:  # gather the k rows of each term, then concatenate k rows
+                values = [v[env_ids] for v in values]
+            obs = torch.cat(values, dim=1)
             obs.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)  # a diverged row must not poison replay
             noise = self._noise[g]
             if self.noise_enabled and noise is not None:
@@ -292,6 +305,12 @@ class TerminationManager:
         self.names = list(terms)
         self._time_out = torch.tensor([t.time_out for t in terms.values()], dtype=torch.bool,
                                       device=env.device)
+        flags = [t.time_out for t in terms.values()]
+        self._term_cols = _as_slice(torch.tensor([i for i, f in enumerate(flags) if not f],
+                                                 dtype=torch.long))
+        self._time_out_cols = _as_slice(torch.tensor([i for i, f in enumerate(flags) if f],
+                                                     dtype=torch.long))
+        self._calls = [(t.func, t.params) for t in terms.values()]
         self.last = torch.zeros(env.num_envs, len(terms), dtype=torch.bool, device=env.device)
         self.terminated = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
 
@@ -301,10 +320,11 @@ class TerminationManager:
         if not self.terms:
             z = torch.zeros(n, dtype=torch.bool, device=dev)
             return z, z.clone()
-        for i, term in enumerate(self.terms.values()):
-            self.last[:, i] = term.func(self.env, **term.params)
-        terminated = self.last[:, ~self._time_out].any(dim=1)
-        truncated = self.last[:, self._time_out].any(dim=1) & ~terminated
+        env, last = self.env, self.last
+        for i, (func, params) in enumerate(self._calls):
+            last[:, i] = func(env, **params)
+        terminated = last[:, self._term_cols].any(dim=1)
+        truncated = last[:, self._time_out_cols].any(dim=1) & ~terminated
         self.terminated = terminated
         return terminated, truncated
 
@@ -323,6 +343,11 @@ class EventManager:
     def __init__(self, env: "ManagerBasedRlEnv", terms: dict[str, EventTerm]) -> None:
         self.env = env
         self.terms = terms
+        reset_terms = [t for t in terms.values() if t.mode == "reset"]
+        # the env skips its own keyframe reset when the first reset event does a full one
+        self.first_reset_resets_backend = bool(
+            reset_terms and getattr(reset_terms[0].func, "resets_backend", False)
+        )
         self.time_left = {
             name: torch.zeros(env.num_envs, device=env.device)
             for name, t in terms.items()

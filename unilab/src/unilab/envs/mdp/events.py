@@ -27,6 +27,16 @@ def _uniform(env, shape, lo: float, hi: float) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------- reset
+def resets_backend(func):
+    """Mark a reset event that begins with a full ``env.backend.reset(env_ids, ...)`` of its rows
+    and reads no backend state before it. When such an event is the first reset event, the env
+    skips its own keyframe ``backend.reset`` of the rows (the event's reset overwrites it: one
+    ``mj_forward`` per reset instead of two, same state)."""
+    func.resets_backend = True
+    return func
+
+
+@resets_backend
 def reset_root_state_uniform(
     env,
     env_ids: torch.Tensor,

@@ -16,15 +16,49 @@ import torch
 from unilab.utils.math import projected_gravity
 
 
+def step_cached(env, key, compute):
+    """``compute()``, computed once per env step when several terms ask for the same ``key``.
+
+    The env's ``step_cache`` is cleared whenever the state or the commands change, so a cached
+    value is exactly what ``compute()`` would return now. Envs without a ``step_cache`` (test
+    doubles) compute every time. Callers must not modify the returned tensor in place.
+    """
+    cache = getattr(env, "step_cache", None)
+    if cache is None:
+        return compute()
+    value = cache.get(key)
+    if value is None:
+        value = cache[key] = compute()
+    return value
+
+
+def _constant(env, name: str, params: tuple, compute):
+    """A value that depends only on the term parameters ``params`` (tensors, compared by
+    identity, or hashable values) and the device: computed once per env and kept."""
+    store = env.__dict__.setdefault("_reward_constants", {})
+    key = (name, *(("id", id(p)) if isinstance(p, torch.Tensor) else p for p in params))
+    hit = store.get(key)
+    if hit is None:
+        hit = store[key] = (compute(), params)  # params kept alive: their ids stay unique
+    return hit[0]
+
+
 def _command_speed(env, command_name: str) -> torch.Tensor:
     """(N,) |cmd_xy| + |cmd_wz| of command ``command_name`` (mjlab's "total command")."""
-    cmd = env.commands[command_name].command
-    return torch.linalg.vector_norm(cmd[:, :2], dim=1) + cmd[:, 2].abs()
+
+    def compute() -> torch.Tensor:
+        cmd = env.commands[command_name].command
+        return torch.linalg.vector_norm(cmd[:, :2], dim=1) + cmd[:, 2].abs()
+
+    return step_cached(env, ("command_speed", command_name), compute)
 
 
 def _stack_sensors(env, names: tuple[str, ...]) -> torch.Tensor:
-    """(N, len(names), dim) readings of same-sized sensors."""
-    return torch.stack([env.backend.sensor(n) for n in names], dim=1)
+    """(N, len(names), dim) readings of same-sized sensors (shared within a step)."""
+    return step_cached(
+        env, ("stack_sensors", tuple(names)),
+        lambda: torch.stack([env.backend.sensor(n) for n in names], dim=1),
+    )
 
 
 # ---------------------------------------------------------------- task
@@ -81,7 +115,10 @@ def variable_posture(
     """
     speed = _command_speed(env, command_name)
     regime = (speed >= walking_threshold).long() + (speed >= running_threshold).long()  # 0, 1, 2
-    inv_var = torch.stack((std_standing, std_walking, std_running)).to(env.device).pow(-2)  # (3, J)
+    inv_var = _constant(  # (3, J)
+        env, "posture_inv_var", (std_standing, std_walking, std_running),
+        lambda: torch.stack((std_standing, std_walking, std_running)).to(env.device).pow(-2),
+    )
     error = (env.robot.joint_pos - env.robot.default_joint_pos).square_()
     return torch.exp(-(error * inv_var[regime]).mean(dim=1))
 
@@ -112,11 +149,17 @@ def joint_pos_limits(env, soft_factor: float = 0.9) -> torch.Tensor:
     Soft limits shrink the hard range about its middle by ``soft_factor`` (mjlab
     ``soft_joint_pos_limit_factor`` 0.9).
     """
-    limits = env.robot.meta.joint_limits.to(env.device)
-    mid = limits.mean(dim=1)
-    half = 0.5 * (limits[:, 1] - limits[:, 0]) * soft_factor
+    def soft_limits() -> tuple[torch.Tensor, torch.Tensor]:
+        limits = env.robot.meta.joint_limits.to(env.device)
+        mid = limits.mean(dim=1)
+        half = 0.5 * (limits[:, 1] - limits[:, 0]) * soft_factor
+        return mid - half, mid, half
+
+    lower, mid, half = _constant(
+        env, "soft_limits", (env.robot.meta.joint_limits, soft_factor), soft_limits
+    )
     q = env.robot.joint_pos
-    below = (mid - half - q).clamp(min=0.0)
+    below = (lower - q).clamp(min=0.0)
     above = (q - mid - half).clamp(min=0.0)
     return torch.sum(below + above, dim=1)
 
