@@ -339,7 +339,12 @@ def _train(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, algo_cfg, argv
     threads = thread_split(runtime, cfg.sim.nthread, getattr(algo_cfg, "collector_threads", 1),
                            getattr(algo_cfg, "learner_threads", 0), device, num_collectors)
     if runtime == "async":  # sim.nthread stays the total; each collector's pool gets its share
-        threads |= {"collectors": num_collectors, "physics_per_collector": max(1, threads["physics"] // num_collectors)}
+        per = max(1, threads["physics"] // num_collectors)
+        if per * num_collectors > threads["physics"]:
+            log.warning("%d collectors with at least one physics thread each use %d threads for %d planned "
+                        "(sim.nthread or the free cores): cores are oversubscribed", num_collectors,
+                        per * num_collectors, threads["physics"])
+        threads |= {"physics": per * num_collectors, "collectors": num_collectors, "physics_per_collector": per}
     if threads["learner"]:
         torch.set_num_threads(threads["learner"])
     # A picklable factory (module-level function + plain arguments): the async collector process
@@ -408,6 +413,9 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
 
     run_dir = runs.create_run_dir(cfg.training.log_dir, algo, task, sim)
     print(f"run directory: {run_dir}", file=sys.stderr, flush=True)
+    if context.get("resume"):
+        print(f"resumed from {context['resume']['path']} at iteration {context['resume']['iteration']}",
+              file=sys.stderr, flush=True)
     plugins = {
         kind: {"name": reg.name, "distribution": reg.distribution, "version": reg.version}
         for kind, reg in (("algo", algo_reg), ("task", task_reg), ("sim", backend_reg))
