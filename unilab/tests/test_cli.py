@@ -35,7 +35,7 @@ BASE = ["train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco"]
          ["unknown key 'algo.max_iteration'", "did you mean 'algo.max_iterations'"]),
         ([*BASE, "algo.num_envs=abc"], ["algo.num_envs", "'abc'", "integer"]),
         ([*BASE, "--preset", "huge"], ["unknown preset 'huge'", "laptop"]),
-        ([*BASE, "algo.num_envs=-3"], ["algo:", "num_envs", "-3"]),
+        ([*BASE, "algo.num_envs=-3"], ["algo.num_envs must be >= 1", "-3"]),
         ([*BASE, "algo.device=cuda"], ["algo.device", "training.device"]),
         ([*BASE, "training.log_dir=/proc/nope"], ["training.log_dir", "cannot be created"]),
         ([*BASE, "algo.buffer_size_per_env=8", "algo.learning_starts=10"],

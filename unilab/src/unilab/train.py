@@ -140,7 +140,9 @@ def _algo_config(algo_reg, cfg) -> Any:
     try:
         return algo_reg.item.config_cls(**cfg.algo.model_dump())
     except ValueError as exc:
-        raise UserError(f"algo: {exc}") from None
+        # The dataclass names its fields as "<ConfigClass>.<field>"; the user typed "algo.<field>".
+        message = str(exc).replace(f"{algo_reg.item.config_cls.__name__}.", "algo.")
+        raise UserError(message if "algo." in message else f"algo: {message}") from None
 
 
 def _check_schedule(algo_cfg: Any) -> None:
