@@ -42,9 +42,11 @@ BASE = ["train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco"]
          ["algo.buffer_size_per_env=8", "algo.learning_starts=10", "never update"]),
         ([*BASE, "env.commands.lin_vel_x=[1.0,-0.5]"],
          ["invalid value for env.commands.lin_vel_x", "[1.0, -0.5]", "min <= max"]),
+        ([*BASE, "algo.runtime=async", "algo.num_collectors=2", "sim.cpu_ids=[0,1]"],
+         ["sim.cpu_ids=[0, 1]", "algo.num_collectors=2", "same cores"]),
     ],
     ids=["task", "algo", "backend", "key", "type", "preset", "range", "device", "log_dir", "buffer",
-         "command-range"],
+         "command-range", "cpu-ids-collectors"],
 )
 def test_bad_input_is_one_clear_line(tmp_path, args, expected):
     result = run_cli(*args, cwd=tmp_path)

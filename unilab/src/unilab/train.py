@@ -303,6 +303,13 @@ def train(
     algo_reg, task_reg, backend_reg, cfg = prepare(algo, task, sim, overrides or [], preset)
     algo_cfg = _algo_config(algo_reg, cfg)
     _check_schedule(algo_cfg)
+    collectors = getattr(algo_cfg, "num_collectors", 1)
+    if getattr(algo_cfg, "runtime", "sync") == "async" and collectors > 1 and cfg.sim.cpu_ids:
+        raise UserError(
+            f"sim.cpu_ids={cfg.sim.cpu_ids} with algo.num_collectors={collectors}: every collector "
+            f"would pin its physics threads to the same cores; leave sim.cpu_ids unset (the collectors "
+            f"share the free cores) or use algo.num_collectors=1"
+        )
     try:  # joins the process group when this process is one of several ranks (torchrun)
         dctx = ddp.setup(cfg.training.devices, cfg.training.device, cfg.sim.cpu_ids)
     except ddp.DevicesError as exc:
