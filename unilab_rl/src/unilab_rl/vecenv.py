@@ -12,6 +12,8 @@ outputs into that box.
 
 from __future__ import annotations
 
+import logging
+
 from typing import Protocol, runtime_checkable
 
 import torch
@@ -73,4 +75,42 @@ class VecEnv(Protocol):
         ...
 
 
-__all__ = ["VecEnv"]
+def learner_spaces(env: VecEnv, learner: str, configured_num_envs: int, device: torch.device):
+    """Check that ``env`` offers what an off-policy learner needs and return its spaces.
+
+    The actor reads the ``"actor"`` group; the critic reads ``"critic"`` when the env has it
+    (asymmetric actor-critic), else ``"actor"``.
+
+    Args:
+        env: the vector env.
+        learner: the learner's name, for messages (``"SAC"``, ``"FlashSAC"``).
+        configured_num_envs: the config's ``num_envs``; a mismatch is logged (the env's count wins).
+        device: where the action bounds are put.
+
+    Returns:
+        (actor_group, critic_group, obs_dims, action_low, action_high): the two group names,
+        group -> width for those groups, and (A,) float32 bounds on ``device``.
+
+    Raises:
+        ValueError: the env has no ``"actor"`` group or its action box is not (num_actions,).
+    """
+    if "actor" not in env.obs_dims:
+        raise ValueError(f"{learner} needs an 'actor' observation group; the env has {sorted(env.obs_dims)}")
+    if tuple(env.action_low.shape) != (env.num_actions,) or tuple(env.action_high.shape) != (env.num_actions,):
+        raise ValueError(
+            f"env.action_low/high must be ({env.num_actions},), got "
+            f"{tuple(env.action_low.shape)} and {tuple(env.action_high.shape)}"
+        )
+    if configured_num_envs != env.num_envs:
+        logging.getLogger(__name__).warning(
+            "%s config num_envs=%d but the env has %d envs; using the env's", learner, configured_num_envs, env.num_envs
+        )
+    actor_group = "actor"
+    critic_group = "critic" if "critic" in env.obs_dims else "actor"
+    obs_dims = {g: env.obs_dims[g] for g in dict.fromkeys((actor_group, critic_group))}
+    low = env.action_low.detach().to(device, torch.float32)
+    high = env.action_high.detach().to(device, torch.float32)
+    return actor_group, critic_group, obs_dims, low, high
+
+
+__all__ = ["VecEnv", "learner_spaces"]

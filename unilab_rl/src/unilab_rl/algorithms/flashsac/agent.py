@@ -28,7 +28,7 @@ from unilab_rl.algorithms.flashsac.networks import (
 )
 from unilab_rl.device import resolve_device
 from unilab_rl.replay import ReplayBuffer
-from unilab_rl.vecenv import VecEnv
+from unilab_rl.vecenv import VecEnv, learner_spaces
 
 logger = logging.getLogger(__name__)
 
@@ -81,20 +81,9 @@ class FlashSAC:
         self.env_device = torch.device(env.device)
         self.num_envs = env.num_envs
         self.num_actions = env.num_actions
-        if "actor" not in env.obs_dims:
-            raise ValueError(f"FlashSAC needs an 'actor' observation group; the env has {sorted(env.obs_dims)}")
-        if tuple(env.action_low.shape) != (env.num_actions,) or tuple(env.action_high.shape) != (env.num_actions,):
-            raise ValueError(
-                f"env.action_low/high must be ({env.num_actions},), got "
-                f"{tuple(env.action_low.shape)} and {tuple(env.action_high.shape)}"
-            )
-        if cfg.num_envs != env.num_envs:
-            logger.warning("FlashSACConfig.num_envs=%d but the env has %d envs; using the env's", cfg.num_envs, env.num_envs)
-        self.actor_group = "actor"
-        self.critic_group = "critic" if "critic" in env.obs_dims else "actor"
-        obs_dims = {g: env.obs_dims[g] for g in dict.fromkeys((self.actor_group, self.critic_group))}
-        self.action_low = env.action_low.detach().to(self.device, torch.float32)
-        self.action_high = env.action_high.detach().to(self.device, torch.float32)
+        self.actor_group, self.critic_group, obs_dims, self.action_low, self.action_high = learner_spaces(
+            env, "FlashSAC", cfg.num_envs, self.device
+        )
 
         # Networks (projected onto their spheres at construction) and the target critic, which
         # follows by EMA from then on and is never projected again.
