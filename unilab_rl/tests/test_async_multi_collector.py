@@ -13,28 +13,11 @@ import torch
 
 from unilab_rl import AsyncOffPolicyRunner, CollectorDied, OffPolicyRunner, SACConfig
 from unilab_rl.async_runtime import SHARD_SEED_STRIDE, _merge_logs
-from unilab_rl.testing import PointEnv
+from unilab_rl.testing import PointEnv, live_children
 
 # Picklable factory; with several collectors the runner overrides num_envs and seed per shard.
 make_point_env = functools.partial(PointEnv, num_envs=8, max_episode_length=5, seed=3)
 
-
-def _children() -> list[int]:
-    """Live child pids of this process, except multiprocessing's resource tracker."""
-    with open(f"/proc/{os.getpid()}/task/{os.getpid()}/children") as f:
-        pids = [int(p) for p in f.read().split()]
-    alive = []
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-            with open(f"/proc/{pid}/cmdline") as f:
-                cmdline = f.read()
-            if state != "Z" and "resource_tracker" not in cmdline:
-                alive.append(pid)
-        except FileNotFoundError:
-            pass
-    return alive
 
 
 def _fields(sac, steps: int, n: int) -> dict[str, torch.Tensor]:
@@ -69,7 +52,7 @@ def test_two_collectors_store_each_shard_like_a_single_shard_run(make_sac) -> No
     assert sorted(runner.episode_returns) == pytest.approx(sorted(returns))
     assert summary.final_mean_episode_length == pytest.approx(sum(lengths) / len(lengths))
     assert any("Episode_Reward/distance" in m for m in logged)
-    assert _children() == []
+    assert live_children() == []
 
 
 def test_two_collectors_hold_the_update_to_data_ratio(make_sac) -> None:
@@ -89,7 +72,7 @@ def test_two_collectors_hold_the_update_to_data_ratio(make_sac) -> None:
         assert key in keys, key
     assert summary.transfer["weight_broadcasts"] == 11 and summary.transfer["weight_pulls"] > 0
     assert runner.collector_exitcode == 0 and runner.collector_exitcodes == [0, 0]
-    assert runner.cleanup_errors == [] and _children() == []
+    assert runner.cleanup_errors == [] and live_children() == []
 
 
 def test_killing_one_of_two_collectors_fails_the_run_naming_it(make_sac) -> None:
@@ -104,7 +87,7 @@ def test_killing_one_of_two_collectors_fails_the_run_naming_it(make_sac) -> None
         runner.learn(10_000, on_iteration=kill_second)
     assert runner.collector_exitcode == -9 and runner.collector_exitcodes == [0, -9]
     assert 2 <= sac.iteration < 10_000
-    assert _children() == []
+    assert live_children() == []
 
 
 def test_bad_num_collectors_is_rejected() -> None:

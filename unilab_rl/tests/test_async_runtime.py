@@ -13,7 +13,7 @@ import torch
 from unilab_rl import AsyncOffPolicyRunner, CollectorDied, OffPolicyRunner
 from unilab_rl.async_runtime import SharedWeights, flat_state, load_flat_state
 
-from unilab_rl.testing import PointEnv
+from unilab_rl.testing import PointEnv, live_children
 
 # The collector is spawned: the env factory must be picklable, so it is a module-level function.
 make_point_env = functools.partial(PointEnv, num_envs=8, max_episode_length=5, seed=3)
@@ -29,25 +29,6 @@ class _FailingEnv(PointEnv):
 def _make_failing_env():
     return _FailingEnv(num_envs=8, max_episode_length=5, seed=3)
 
-
-def _children() -> list[int]:
-    """Live child pids of this process (Linux /proc), except multiprocessing's resource tracker (one
-    per process, shared by every multiprocessing user; it exits with its parent)."""
-    path = f"/proc/{os.getpid()}/task/{os.getpid()}/children"
-    with open(path) as f:
-        pids = [int(p) for p in f.read().split()]
-    alive = []
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-            with open(f"/proc/{pid}/cmdline") as f:
-                cmdline = f.read()
-            if state != "Z" and "resource_tracker" not in cmdline:
-                alive.append(pid)
-        except FileNotFoundError:
-            pass
-    return alive
 
 
 def _replay_rows(sac, rows: int) -> dict[str, torch.Tensor]:
@@ -93,7 +74,7 @@ def test_async_holds_the_update_to_data_ratio_and_logs_it(make_sac) -> None:
                 "Perf/collector_wait_time", "Perf/total_fps", "Perf/policy_lag"):
         assert key in keys, key
     assert summary.transfer["weight_broadcasts"] == 11
-    assert _children() == []
+    assert live_children() == []
 
 
 def test_collector_stops_cleanly_and_reports_exit_code(make_sac) -> None:
@@ -101,7 +82,7 @@ def test_collector_stops_cleanly_and_reports_exit_code(make_sac) -> None:
     runner = AsyncOffPolicyRunner(make_point_env, sac)
     runner.learn(4)
     assert runner.collector_exitcode == 0 and runner.cleanup_errors == []
-    assert _children() == []
+    assert live_children() == []
 
 
 def test_a_killed_collector_fails_the_run_with_a_clear_message(make_sac) -> None:
@@ -116,7 +97,7 @@ def test_a_killed_collector_fails_the_run_with_a_clear_message(make_sac) -> None
         runner.learn(10_000, on_iteration=kill_collector)
     assert runner.collector_exitcode == -9
     assert 2 <= sac.iteration < 10_000
-    assert _children() == []
+    assert live_children() == []
 
 
 def test_an_error_in_the_collector_is_reported_with_its_message(make_sac) -> None:
@@ -125,7 +106,7 @@ def test_an_error_in_the_collector_is_reported_with_its_message(make_sac) -> Non
     with pytest.raises(CollectorDied, match="RuntimeError: physics exploded"):
         runner.learn(20)
     assert runner.collector_exitcode == 1
-    assert _children() == []
+    assert live_children() == []
 
 
 def test_an_exception_in_the_learner_stops_the_collector(make_sac) -> None:
@@ -140,7 +121,7 @@ def test_an_exception_in_the_learner_stops_the_collector(make_sac) -> None:
         runner.learn(10_000, on_iteration=interrupt)
     assert sac.iteration == 3
     assert runner.collector_exitcode == 0
-    assert _children() == []
+    assert live_children() == []
 
 
 def test_weights_round_trip_through_shared_memory(make_env, make_sac) -> None:

@@ -60,7 +60,7 @@ import torch
 import torch.multiprocessing as tmp
 from torch import nn
 
-from unilab_rl.runner import LearnSummary, draw_seed
+from unilab_rl.runner import LearnSummary, draw_seed, loop_settings
 from unilab_rl.vecenv import VecEnv
 
 if TYPE_CHECKING:
@@ -456,13 +456,7 @@ class AsyncOffPolicyRunner:
         start_timeout_s: float = 300.0,
         env_seed: int | None = None,
     ) -> None:
-        if episode_window is None:
-            episode_window = max(100, algo.num_envs)
-        if log_interval < 1 or checkpoint_interval < 0 or episode_window < 1:
-            raise ValueError(
-                f"need log_interval >= 1, checkpoint_interval >= 0, episode_window >= 1; got "
-                f"{log_interval}, {checkpoint_interval}, {episode_window}"
-            )
+        episode_window = loop_settings(log_interval, checkpoint_interval, episode_window, algo.num_envs)
         self.num_collectors = int(getattr(algo.cfg, "num_collectors", 1))
         if self.num_collectors < 1 or algo.num_envs % self.num_collectors:
             raise ValueError(

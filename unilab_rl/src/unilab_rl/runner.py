@@ -106,13 +106,7 @@ class OffPolicyRunner:
         episode_window: int | None = None,
         seed: int | None = None,
     ) -> None:
-        if episode_window is None:
-            episode_window = max(100, env.num_envs)
-        if log_interval < 1 or checkpoint_interval < 0 or episode_window < 1:
-            raise ValueError(
-                f"need log_interval >= 1, checkpoint_interval >= 0, episode_window >= 1; got "
-                f"{log_interval}, {checkpoint_interval}, {episode_window}"
-            )
+        episode_window = loop_settings(log_interval, checkpoint_interval, episode_window, env.num_envs)
         self.env = env
         self.algo = algo
         self.log_fn = log_fn
@@ -265,9 +259,30 @@ class OffPolicyRunner:
         return sum(values) / len(values) if values else None
 
 
+def loop_settings(log_interval: int, checkpoint_interval: int, episode_window: int | None, num_envs: int) -> int:
+    """Check a runner's loop settings and return its episode window.
+
+    Args:
+        log_interval, checkpoint_interval, episode_window: as :class:`OffPolicyRunner` takes them;
+            ``episode_window=None`` means ``max(100, num_envs)``.
+        num_envs: envs stepped per iteration.
+
+    Raises:
+        ValueError: ``log_interval`` < 1, ``checkpoint_interval`` < 0 or ``episode_window`` < 1.
+    """
+    if episode_window is None:
+        episode_window = max(100, num_envs)
+    if log_interval < 1 or checkpoint_interval < 0 or episode_window < 1:
+        raise ValueError(
+            f"need log_interval >= 1, checkpoint_interval >= 0, episode_window >= 1; got "
+            f"{log_interval}, {checkpoint_interval}, {episode_window}"
+        )
+    return episode_window
+
+
 def draw_seed() -> int:
     """A 62-bit seed drawn from torch's global CPU RNG."""
     return int(torch.randint(0, 2**62, (1,)).item())
 
 
-__all__ = ["LearnSummary", "OffPolicyRunner", "draw_seed"]
+__all__ = ["LearnSummary", "OffPolicyRunner", "draw_seed", "loop_settings"]

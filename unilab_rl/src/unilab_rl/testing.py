@@ -5,6 +5,8 @@ In the package (not a conftest) so that a spawned collector process can import i
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 DEVICE = torch.device("cpu")
@@ -82,4 +84,23 @@ class PointEnv:
         return ((self.g - self.x) / self.STEP).clamp(-1.0, 2.0).unsqueeze(-1)
 
 
-__all__ = ["PointEnv"]
+def live_children() -> list[int]:
+    """Live child pids of this process (Linux /proc), except multiprocessing's resource tracker
+    (one per process, shared by every multiprocessing user; it exits with its parent) and zombies."""
+    with open(f"/proc/{os.getpid()}/task/{os.getpid()}/children") as f:
+        pids = [int(p) for p in f.read().split()]
+    alive = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            with open(f"/proc/{pid}/cmdline") as f:
+                cmdline = f.read()
+            if state != "Z" and "resource_tracker" not in cmdline:
+                alive.append(pid)
+        except FileNotFoundError:
+            pass
+    return alive
+
+
+__all__ = ["PointEnv", "live_children"]
