@@ -54,6 +54,7 @@ def test_short_training_run_writes_a_complete_run_directory(tmp_path):
     assert summary["metric_schema_version"] == 1
     for key in ("final_mean_reward", "best_mean_reward", "mean_episode_length"):
         assert key in summary
+    assert isinstance(summary["episode_rewards"], dict)
     config = json.loads((run / "run_config.json").read_text())
     assert config["config"]["algo"]["num_envs"] == 4
     assert config["plugins"]["sim"]["distribution"] == "unisim"

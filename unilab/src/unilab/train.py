@@ -507,6 +507,7 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
         "collection_time_s": 0.0,
         "learning_time_s": 0.0,
         "time_to_goal_episode_length": None,
+        "episode_rewards": {},
         "learner_wait_time_s": 0.0,
         "collector_wait_time_s": 0.0,
         "collector_start_time_s": 0.0,
@@ -532,6 +533,9 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
         for key in ("collection", "learning", "learner_wait", "collector_wait", "collector_start"):
             stats[f"{key}_time_s"] += metrics.get(f"Perf/{key}_time", 0.0)
         stats["utd_ratio"] = metrics.get("Perf/utd_ratio", stats["utd_ratio"])
+        for key, value in metrics.items():
+            if key.startswith("Episode_Reward/"):
+                stats["episode_rewards"][key.removeprefix("Episode_Reward/")] = value
         if "Train/mean_reward" in metrics:
             reward = metrics["Train/mean_reward"]
             stats["final_mean_reward"] = reward

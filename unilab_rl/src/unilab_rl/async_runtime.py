@@ -60,7 +60,7 @@ import torch
 import torch.multiprocessing as tmp
 from torch import nn
 
-from unilab_rl.runner import LearnSummary, draw_seed, loop_settings
+from unilab_rl.runner import EpisodeLogWindow, LearnSummary, draw_seed, loop_settings
 from unilab_rl.vecenv import VecEnv
 
 if TYPE_CHECKING:
@@ -473,6 +473,7 @@ class AsyncOffPolicyRunner:
         self.start_timeout_s = start_timeout_s
         self.episode_returns: deque[float] = deque(maxlen=episode_window)
         self.episode_lengths: deque[int] = deque(maxlen=episode_window)
+        self.episode_log = EpisodeLogWindow(episode_window)
         self.seed = draw_seed() if seed is None else seed
         self.collector_exitcode: int | None = None
         self.collector_exitcodes: list[int | None] = []
@@ -788,7 +789,8 @@ class AsyncOffPolicyRunner:
                         metrics["Train/mean_episode_length"] = sum(self.episode_lengths) / len(self.episode_lengths)
                         if best_mean_reward is None or metrics["Train/mean_reward"] > best_mean_reward:
                             best_mean_reward = metrics["Train/mean_reward"]
-                    metrics.update(info["logs"][t])
+                    metrics |= self.episode_log.means()
+                    metrics |= self.episode_log.add(info["logs"][t], len(lengths))
                     done = algo.iteration - first_iteration
                     metrics["Perf/collection_time"] = info["collect_time"] / steps
                     metrics["Perf/learning_time"] = (t2 - t1) / steps + (t4 - t3)

@@ -115,6 +115,7 @@ class OffPolicyRunner:
         self.checkpoint_interval = checkpoint_interval
         self.episode_returns: deque[float] = deque(maxlen=episode_window)
         self.episode_lengths: deque[int] = deque(maxlen=episode_window)
+        self.episode_log = EpisodeLogWindow(episode_window)
         self._obs: dict[str, torch.Tensor] | None = None
         self._current_return = torch.zeros(env.num_envs, device=env.device)
         self._current_length = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
@@ -150,7 +151,8 @@ class OffPolicyRunner:
             ``Loss/critic``, ``Critic/mean_q`` (once updates start), ``Loss/actor``,
             ``Loss/alpha``, ``Policy/alpha``, ``Policy/entropy`` (in iterations with an actor
             update), ``Perf/total_fps``, ``Perf/collection_time``, ``Perf/learning_time`` (s),
-            and every ``extras["log"]`` entry of the env step (e.g. ``Episode_Reward/<term>``).
+            and every ``extras["log"]`` entry of the env step, ``Episode*`` entries (e.g.
+            ``Episode_Reward/<term>``) as means over the episode window (:class:`EpisodeLogWindow`).
 
         Raises:
             ValueError: ``num_iterations`` < 0.
@@ -186,7 +188,8 @@ class OffPolicyRunner:
                 raise KeyError("env.step extras lack 'final_obs' (the pre-reset observation), required by VecEnv")
             algo.store(obs, actions, rewards, terminated, extras["final_obs"], truncated=truncated)
             self._obs = next_obs
-            self._track_episodes(rewards, terminated | truncated)
+            finished = self._track_episodes(rewards, terminated | truncated)
+            env_log = self.episode_log.add(extras.get("log", {}), finished)
             t1 = time.perf_counter()
 
             # Learn: once the buffer holds the warm-up transitions, run the gradient updates.
@@ -206,8 +209,8 @@ class OffPolicyRunner:
                 metrics["Train/mean_episode_length"] = sum(self.episode_lengths) / len(self.episode_lengths)
                 if best_mean_reward is None or metrics["Train/mean_reward"] > best_mean_reward:
                     best_mean_reward = metrics["Train/mean_reward"]
-            for key, value in extras.get("log", {}).items():
-                metrics[key] = float(value)
+            metrics |= self.episode_log.means()
+            metrics |= env_log
             metrics["Perf/collection_time"] = t1 - t0
             metrics["Perf/learning_time"] = t2 - t1
             metrics["Perf/total_fps"] = env.num_envs / max(t2 - t0, 1e-9)
@@ -243,8 +246,9 @@ class OffPolicyRunner:
             learning_time_s=learning_time,
         )
 
-    def _track_episodes(self, rewards: torch.Tensor, done: torch.Tensor) -> None:
-        """Accumulate per-env returns and lengths; move finished episodes into the window."""
+    def _track_episodes(self, rewards: torch.Tensor, done: torch.Tensor) -> int:
+        """Accumulate per-env returns and lengths; move finished episodes into the window.
+        Returns the number of episodes that ended."""
         self._current_return += rewards.to(self._current_return.device)
         self._current_length += 1
         done = done.to(self._current_return.device)
@@ -253,10 +257,58 @@ class OffPolicyRunner:
             self.episode_lengths.extend(self._current_length[done].tolist())
             self._current_return[done] = 0.0
             self._current_length[done] = 0
+            return int(done.sum())
+        return 0
 
     @staticmethod
     def _mean(values: deque) -> float | None:
         return sum(values) / len(values) if values else None
+
+
+class EpisodeLogWindow:
+    """The env's ``Episode*`` log entries (``Episode_Reward/<term>``, ``Episode_Termination/<term>``,
+    ``Episode/length_s``) averaged over the last ``window`` finished episodes, as
+    ``Train/mean_episode_length`` is.
+
+    An env logs these keys only at steps where episodes end, each as the mean over the episodes
+    that ended there (one episode, or hundreds). Logging the last such step made a term's curve
+    jump between single episodes; here each step's value is weighted by its episode count and
+    entries older than the window are dropped (the oldest step goes once the newer ones alone
+    hold ``window`` episodes). Other keys pass through unchanged.
+
+    Args:
+        window: episodes to average over (>= 1).
+    """
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+        self._steps: dict[str, deque[tuple[float, int]]] = {}
+        self._sums: dict[str, list[float]] = {}  # key -> [sum of value * count, sum of count]
+
+    def add(self, log: dict[str, float], finished: int) -> dict[str, float]:
+        """Take one env step's log, at which ``finished`` episodes ended; return the log with the
+        ``Episode*`` keys replaced by their windowed means (other keys unchanged)."""
+        out: dict[str, float] = {}
+        for key, value in log.items():
+            value = float(value)
+            if not key.startswith("Episode") or finished <= 0:
+                out[key] = value
+                continue
+            steps = self._steps.setdefault(key, deque())
+            acc = self._sums.setdefault(key, [0.0, 0])
+            steps.append((value, finished))
+            acc[0] += value * finished
+            acc[1] += finished
+            while acc[1] - steps[0][1] >= self.window:
+                old, n = steps.popleft()
+                acc[0] -= old * n
+                acc[1] -= n
+            out[key] = acc[0] / acc[1]
+        return out
+
+    def means(self) -> dict[str, float]:
+        """Every ``Episode*`` key's current windowed mean."""
+        return {key: acc[0] / acc[1] for key, acc in self._sums.items() if acc[1] > 0}
 
 
 def loop_settings(log_interval: int, checkpoint_interval: int, episode_window: int | None, num_envs: int) -> int:
