@@ -232,6 +232,10 @@ def resolve_config(
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "value_error" and isinstance(err.get("input"), dict):
+            # a section's own check across its keys: its message names them; the section's
+            # whole input would only bury it
+            raise ConfigError(f"invalid {key}: {err['msg'].removeprefix('Value error, ')}") from None
         raise ConfigError(
             f"invalid value for {key}: {err.get('input')!r} ({err['msg'].lower()})"
         ) from None

@@ -3,7 +3,12 @@
 Each term is a small function of the env returning one tensor with a leading (num_envs,) dim.
 """
 
-from unilab.envs.mdp.commands import UniformVelocityCommand, VelocityCommandRanges
+from unilab.envs.mdp.commands import (
+    GaitPhaseCommand,
+    GaitPhaseSettings,
+    UniformVelocityCommand,
+    VelocityCommandRanges,
+)
 from unilab.envs.mdp.events import (
     push_by_setting_velocity,
     randomize_body_com,
@@ -19,6 +24,7 @@ from unilab.envs.mdp.observations import (
     foot_contact,
     foot_contact_forces,
     foot_height,
+    gait_phase,
     generated_command,
     joint_pos_rel,
     joint_vel,
@@ -31,6 +37,8 @@ from unilab.envs.mdp.rewards import (
     action_rate_l2,
     angular_momentum_l2,
     body_ang_vel_l2,
+    expected_foot_height,
+    feet_phase,
     foot_air_time_window,
     foot_clearance,
     foot_slip_l2,
@@ -45,6 +53,8 @@ from unilab.envs.mdp.terminations import bad_orientation, nan_detected, time_out
 
 __all__ = [
     "is_alive",
+    "GaitPhaseCommand",
+    "GaitPhaseSettings",
     "UniformVelocityCommand",
     "VelocityCommandRanges",
     "action_rate_l2",
@@ -53,6 +63,8 @@ __all__ = [
     "base_ang_vel",
     "base_lin_vel",
     "body_ang_vel_l2",
+    "expected_foot_height",
+    "feet_phase",
     "builtin_sensor",
     "foot_air_time",
     "foot_air_time_window",
@@ -61,6 +73,7 @@ __all__ = [
     "foot_contact_forces",
     "foot_height",
     "foot_slip_l2",
+    "gait_phase",
     "generated_command",
     "joint_pos_limits",
     "joint_pos_rel",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -66,3 +67,115 @@ class UniformVelocityCommand:
         """Draw new commands for ``env_ids``."""
         if len(env_ids):
             self._resample(env_ids)
+
+
+@dataclass
+class GaitPhaseSettings:
+    """The gait clock of :class:`GaitPhaseCommand` (holosoma ``LocomotionGait``; tasks.md §2.4).
+
+    Attributes:
+        period_s: mean gait period, s (one left and one right swing).
+        frequency_width_hz: each row's gait frequency is drawn at reset from
+            U(1/period_s - w, 1/period_s + w) Hz. holosoma's G1 ``gait_period_randomization_width``
+            0.2 is this width: it is applied to the frequency, although named after the period.
+        randomize_phase: draw each row's start phase uniformly at reset (else start at 0).
+        velocity_command: name of the velocity command whose zero (stand) rows snap the phase.
+        stand_threshold: a row stands when |cmd_xy| < threshold (m/s) and |cmd_wz| < threshold
+            (rad/s) (holosoma: 0.01).
+    """
+
+    period_s: float = 1.0
+    frequency_width_hz: float = 0.2
+    randomize_phase: bool = True
+    velocity_command: str = "twist"
+    stand_threshold: float = 0.01
+
+
+class GaitPhaseCommand:
+    """A per-row gait clock: the phase of each foot, for the gait observation and ``feet_phase``.
+
+    Follows holosoma's ``LocomotionGait`` (``managers/command/terms/locomotion.py``) and the MuJoCo
+    Playground G1 joystick it credits. The clock ``phase`` (cycles, [0, 1)) advances by
+    ``step_dt * frequency`` per env step and wraps at 1. Each foot's phase angle is
+    ``foot_phase = 2*pi*(phase + offset_f) - pi`` wrapped to [-pi, pi), with offsets (0, 0.5):
+    left and right are half a cycle apart. In holosoma's height profile
+    (:func:`unilab.envs.mdp.rewards.expected_foot_height`) a foot touches down at +-pi and peaks
+    at 0.
+
+    Standing: rows whose velocity command is (about) zero report ``foot_phase = pi`` for both
+    feet (holosoma ``stand_phase_value``), so the observation says "stand" and the reward's target
+    height is 0 for both feet. The clock itself keeps running underneath and the feet resume
+    from it when the row is commanded to move again.
+
+    Differences from holosoma: its phase is ``episode_length * 2*pi*dt*f + offset``, and it
+    redraws f whenever the velocity command is redrawn, so the phase jumps then; here f is drawn
+    at reset only and the phase advances continuously.
+
+    Attributes:
+        command: (N, 4) float32 the observed features, sin(foot_phase) (left, right) then
+            cos(foot_phase) (left, right) (holosoma ``sin_phase``, ``cos_phase``).
+        phase: (N,) float32 clock, cycles in [0, 1).
+        frequency: (N,) float32 gait frequency, Hz (1 / period).
+        foot_phase: (N, 2) float32 phase angle of the left and right foot, rad in [-pi, pi];
+            pi for both feet on standing rows.
+        is_standing: (N,) bool rows whose velocity command is a stand command.
+    """
+
+    FOOT_OFFSETS = (0.0, 0.5)  # cycles: left, right
+
+    def __init__(self, env, settings: GaitPhaseSettings) -> None:
+        f0 = 1.0 / settings.period_s
+        if not 0.0 <= settings.frequency_width_hz < f0:
+            raise ValueError(
+                f"gait frequency width must be in [0, 1/period_s = {f0:g} Hz), "
+                f"got {settings.frequency_width_hz:g} Hz"
+            )
+        self.env = env
+        self.settings = settings
+        n = env.num_envs
+        self._offsets = torch.tensor(self.FOOT_OFFSETS, device=env.device)
+        self.phase = torch.zeros(n, device=env.device)
+        self.frequency = torch.full((n,), f0, device=env.device)
+        self.foot_phase = torch.zeros(n, 2, device=env.device)
+        self.is_standing = torch.zeros(n, dtype=torch.bool, device=env.device)
+        self.command = torch.zeros(n, 4, device=env.device)
+        self.reset(torch.arange(n, device=env.device))
+
+    def _u(self, n: int, lo: float, hi: float) -> torch.Tensor:
+        return lo + (hi - lo) * torch.rand(n, device=self.env.device, generator=self.env.generator)
+
+    def _refresh(self) -> None:
+        """Recompute ``is_standing``, ``foot_phase`` and ``command`` from the clock and the
+        velocity command (all rows)."""
+        s = self.settings
+        # While the env builds its commands (this one's first reset), env.commands does not exist
+        # yet: no row stands until the env's reset, which resets the commands in order.
+        commands = getattr(self.env, "commands", None)
+        if commands is None:
+            self.is_standing = torch.zeros_like(self.is_standing)
+        else:
+            cmd = commands[s.velocity_command].command
+            self.is_standing = (torch.linalg.vector_norm(cmd[:, :2], dim=1) < s.stand_threshold) & (
+                cmd[:, 2].abs() < s.stand_threshold
+            )
+        cycles = torch.remainder(self.phase[:, None] + self._offsets, 1.0)  # (N, 2)
+        angle = 2.0 * math.pi * cycles - math.pi
+        self.foot_phase = torch.where(self.is_standing[:, None], math.pi, angle)
+        self.command = torch.cat((torch.sin(self.foot_phase), torch.cos(self.foot_phase)), dim=1)
+
+    def update(self, dt: float) -> None:
+        """Advance every row's clock by ``dt`` s (``dt * frequency`` cycles), wrapping at 1."""
+        self.phase = torch.remainder(self.phase + dt * self.frequency, 1.0)
+        self._refresh()
+
+    def reset(self, env_ids: torch.Tensor) -> None:
+        """Draw a start phase and a frequency for ``env_ids`` (after their velocity command)."""
+        if len(env_ids):
+            s, n = self.settings, len(env_ids)
+            f0 = 1.0 / s.period_s
+            if s.randomize_phase:
+                self.phase[env_ids] = self._u(n, 0.0, 1.0)
+            else:
+                self.phase[env_ids] = 0.0
+            self.frequency[env_ids] = self._u(n, f0 - s.frequency_width_hz, f0 + s.frequency_width_hz)
+        self._refresh()

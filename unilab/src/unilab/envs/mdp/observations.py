@@ -61,6 +61,14 @@ def generated_command(env, name: str) -> torch.Tensor:
     return env.commands[name].command
 
 
+def gait_phase(env, name: str = "gait") -> torch.Tensor:
+    """(N, 4) sin and cos of each foot's gait phase angle: sin(phi_left), sin(phi_right),
+    cos(phi_left), cos(phi_right), dimensionless (holosoma ``sin_phase`` and ``cos_phase``), from
+    the :class:`~unilab.envs.mdp.commands.GaitPhaseCommand` ``name``; phi = pi (sin 0, cos -1)
+    for both feet on stand commands."""
+    return env.commands[name].command
+
+
 # ---------------------------------------------------------------- feet (privileged, critic only)
 def foot_height(env, sensor_names: tuple[str, ...]) -> torch.Tensor:
     """(N, F) height of each foot site above the flat floor (z = 0), m, from ``framepos``

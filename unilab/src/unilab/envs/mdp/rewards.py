@@ -11,6 +11,8 @@ Foot terms read the foot sites through the G1 sensors ``<foot>_pos`` (framepos, 
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from unilab.utils.math import projected_gravity
@@ -183,6 +185,58 @@ def foot_clearance(
     speed = torch.linalg.vector_norm(_stack_sensors(env, vel_sensors)[..., :2], dim=2)  # (N, F)
     cost = torch.sum((z - target_height).abs_() * speed, dim=1)
     return cost * (_command_speed(env, command_name) > command_threshold)
+
+
+def expected_foot_height(foot_phase: torch.Tensor, swing_height: float) -> torch.Tensor:
+    """Target foot height (m) of holosoma's gait profile at phase angle ``foot_phase`` (rad).
+
+    With x = (phi + pi) / (2 pi) in [0, 1] and the cubic Bezier ease b(t) = t^3 + 3 t^2 (1 - t)
+    (= 3t^2 - 2t^3): h = swing_height * b(2x) while x <= 0.5 (lift-off to the peak at phi = 0),
+    h = swing_height * (1 - b(2x - 1)) after (the peak back to touch-down at phi = +-pi). So the
+    foot is on the ground (h = 0) at phi = +-pi, the standing phase. Source: holosoma
+    ``managers/reward/terms/locomotion.py`` ``_expected_foot_height`` (it credits MuJoCo
+    Playground's G1 joystick ``get_rz``).
+
+    Args:
+        foot_phase: (...) float32 phase angles, rad in [-pi, pi].
+        swing_height: peak height, m.
+
+    Returns:
+        (...) float32 target heights, m, in [0, swing_height].
+    """
+    x = (foot_phase + math.pi) / (2.0 * math.pi)
+    t = torch.where(x <= 0.5, 2.0 * x, 2.0 * x - 1.0)
+    ease = t * t * (3.0 - 2.0 * t)
+    return swing_height * torch.where(x <= 0.5, ease, 1.0 - ease)
+
+
+def feet_phase(
+    env,
+    swing_height: float,
+    sigma: float,
+    pos_sensors: tuple[str, ...],
+    gait_command_name: str = "gait",
+) -> torch.Tensor:
+    """exp(-sum_f (z_f - h*_f)^2 / sigma): the feet's heights follow the gait clock. (N,) float32
+
+    z_f is foot site f's height above the flat floor (m; the G1 foot sites sit at the sole's
+    bottom, 3.5 mm up in the default pose, as holosoma's ``foot_contact_point`` links), h*_f the
+    target :func:`expected_foot_height` of the foot's phase angle from the
+    :class:`~unilab.envs.mdp.commands.GaitPhaseCommand` ``gait_command_name`` (0 for both feet
+    on stand commands). ``sigma`` is in m^2 (holosoma G1: swing 0.09 m, sigma 0.008, weight 5;
+    ``feet_phase`` in holosoma ``managers/reward/terms/locomotion.py``). In [0, 1], 1 when both
+    feet are exactly on schedule.
+
+    Args:
+        swing_height: peak target height, m.
+        sigma: width of the kernel, m^2.
+        pos_sensors: ``framepos`` sensors of the feet (world, m), in the order of the gait's feet
+            (left, right).
+        gait_command_name: the gait clock in ``env.commands``.
+    """
+    z = _stack_sensors(env, pos_sensors)[..., 2]  # (N, F)
+    target = expected_foot_height(env.commands[gait_command_name].foot_phase, swing_height)
+    return torch.exp(-torch.sum((z - target) ** 2, dim=1) / sigma)
 
 
 def foot_slip_l2(

@@ -6,7 +6,7 @@ recommendation for CPU training.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 def _ordered(value: tuple[float, float]) -> tuple[float, float]:
@@ -61,6 +61,11 @@ class RewardWeights(BaseModel):
     alive: float = Field(
         0.0, description="1 per second survived (holosoma's alive bonus; off, as in mjlab)"
     )
+    feet_phase: float = Field(
+        0.0,
+        description="exp(-sum_f (z_f - h*_f)^2 / env.gait.sigma): feet follow the gait clock "
+        "(holosoma G1: 5.0; needs env.gait.enabled=true; off by default)",
+    )
 
 
 class DomainRandomizationConfig(BaseModel):
@@ -113,6 +118,37 @@ class PushConfig(BaseModel):
         return _ordered(value)
 
 
+class GaitConfig(BaseModel):
+    """A gait clock per env (holosoma's G1 locomotion ``LocomotionGait``, tasks.md §2.4): each
+    foot's phase is observed as sin/cos by the actor and the critic (4 columns appended to both
+    groups) and drives the ``feet_phase`` reward's target foot heights
+    (:class:`unilab.envs.mdp.GaitPhaseCommand`, :func:`unilab.envs.mdp.feet_phase`). Off by
+    default: the observation sizes are then unchanged."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = Field(False, description="add the gait clock, its observation and reward target")
+    period_s: float = Field(1.0, gt=0.0, description="mean gait period (left + right step), s")
+    frequency_width_hz: float = Field(
+        0.2, ge=0.0,
+        description="per-env gait frequency drawn at reset from U(1/period_s ± width), Hz "
+        "(holosoma's gait_period_randomization_width 0.2 applies to the frequency: "
+        "periods 0.83-1.25 s)",
+    )
+    randomize_phase: bool = Field(True, description="random start phase at reset (else 0)")
+    swing_height_m: float = Field(0.09, gt=0.0, description="peak target foot height, m")
+    sigma: float = Field(0.008, gt=0.0, description="feet_phase kernel width, m^2")
+
+    @model_validator(mode="after")
+    def _frequency(self) -> "GaitConfig":
+        f0 = 1.0 / self.period_s
+        if self.frequency_width_hz >= f0:
+            raise ValueError(
+                f"frequency_width_hz={self.frequency_width_hz:g} must be below 1/period_s = "
+                f"{f0:g} Hz (frequencies would reach 0)"
+            )
+        return self
+
+
 class PenaltyCurriculumConfig(BaseModel):
     """Negative-weight reward terms scaled by a factor that follows the episode length
     (holosoma's G1 locomotion scheme, tasks.md §2.4; :class:`unilab.envs.managers.PenaltyCurriculum`)."""
@@ -147,3 +183,13 @@ class G1WalkFlatConfig(BaseModel):
     domain_randomization: DomainRandomizationConfig = DomainRandomizationConfig()
     push: PushConfig = PushConfig()
     penalty_curriculum: PenaltyCurriculumConfig = PenaltyCurriculumConfig()
+    gait: GaitConfig = GaitConfig()
+
+    @model_validator(mode="after")
+    def _feet_phase_needs_gait(self) -> "G1WalkFlatConfig":
+        if self.rewards.feet_phase != 0.0 and not self.gait.enabled:
+            raise ValueError(
+                f"env.rewards.feet_phase={self.rewards.feet_phase:g} needs env.gait.enabled=true "
+                "(the reward follows the gait clock)"
+            )
+        return self

@@ -9,6 +9,10 @@ Observation layout (columns, in order):
   encoder bias, ±0.01), joint_vel 29 (±1.5), actions 29, command 3.
 - ``critic`` (111): the same terms noise-free with the unbiased joint_pos, then foot_height 2,
   foot_air_time 2, foot_contact 2, foot_contact_forces 6 (as mjlab).
+
+With ``env.gait.enabled`` both groups gain ``gait_phase`` 4 (sin of the left and right foot's
+gait phase, then cos; noise-free) after ``command``: actor 103, critic 115; the critic's first 103
+columns stay the actor's layout.
 """
 
 from __future__ import annotations
@@ -97,7 +101,7 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
     ##
     def policy_terms(noisy: bool, biased: bool) -> dict[str, ObsTerm]:
         n = (lambda x: x) if noisy else (lambda x: None)
-        return {
+        terms = {
             "base_lin_vel": ObsTerm(mdp.builtin_sensor, n(0.5), {"sensor_name": "imu_lin_vel"}),
             "base_ang_vel": ObsTerm(mdp.builtin_sensor, n(0.2), {"sensor_name": "imu_ang_vel"}),
             "projected_gravity": ObsTerm(
@@ -108,6 +112,9 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
             "actions": ObsTerm(mdp.last_action),
             "command": ObsTerm(mdp.generated_command, params={"name": "twist"}),
         }
+        if cfg.gait.enabled:  # holosoma's sin/cos gait phase, noise-free in both groups
+            terms["gait_phase"] = ObsTerm(mdp.gait_phase, params={"name": "gait"})
+        return terms
 
     critic = {
         **policy_terms(noisy=False, biased=False),
@@ -169,6 +176,12 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
              "command_name": "twist", "command_threshold": 0.5},
         ),  # fmt: skip
         "alive": RewardTerm(mdp.is_alive, w.alive),
+        "feet_phase": RewardTerm(
+            mdp.feet_phase,
+            w.feet_phase,
+            {"swing_height": cfg.gait.swing_height_m, "sigma": cfg.gait.sigma,
+             "pos_sensors": FOOT_POS_SENSORS, "gait_command_name": "gait"},
+        ),  # fmt: skip
         "self_collisions": RewardTerm(
             mdp.self_collision_count,
             w.self_collisions,
@@ -232,6 +245,14 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
         resampling_time_s=c.resampling_time_s,
         standing_fraction=c.standing_fraction,
     )
+    commands = {"twist": lambda env: mdp.UniformVelocityCommand(env, ranges)}
+    if cfg.gait.enabled:  # after "twist": each step and reset it reads the updated twist
+        g = cfg.gait
+        gait = mdp.GaitPhaseSettings(
+            period_s=g.period_s, frequency_width_hz=g.frequency_width_hz,
+            randomize_phase=g.randomize_phase, velocity_command="twist",
+        )
+        commands["gait"] = lambda env: mdp.GaitPhaseCommand(env, gait)
     return EnvCfg(
         mjcf=scene_mjcf(robot_mjcf),
         joint_names=joint_names,
@@ -242,7 +263,7 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
         rewards=rewards,
         terminations=terminations,
         events=events,
-        commands={"twist": lambda env: mdp.UniformVelocityCommand(env, ranges)},
+        commands=commands,
         tracked_bodies=(g1.PELVIS_BODY, g1.TORSO_BODY, *g1.FOOT_BODIES),
         contact_sensors=contact_sensors(),
         noise=cfg.observation_noise,
