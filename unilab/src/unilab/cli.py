@@ -12,6 +12,7 @@ Bad input (unknown name, key or value) prints one ``error:`` line and exits with
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import sys
 from typing import List, Optional
@@ -61,6 +62,9 @@ def train(
     from unilab.train import train as run_train
     from unilab_rl.async_runtime import CollectorDied
 
+    # A fatal signal (a crash in native code) prints the Python stacks to stderr instead of
+    # ending the run without a word.
+    faulthandler.enable()
     try:
         code = _launch_ranks(algo, task, sim, overrides or [], preset)
         if code is not None:  # several ranks ran (and printed) as child processes

@@ -49,11 +49,14 @@ class TrainingInterrupted(BaseException):
 class _Interrupts:
     """SIGINT/SIGTERM handling of a training run.
 
-    The first signal raises :class:`TrainingInterrupted` in the main thread, except inside a
-    :meth:`deferred` block (metric writes, checkpoint saves: code whose locks or files an exception
-    could leave half-done), where it is held and raised when the block ends. Any later signal,
-    and any signal once :attr:`closing` is set (final checkpoint and summary), is ignored, so the
-    shutdown is never cut short.
+    The first signal is held and raised as :class:`TrainingInterrupted` at the next safe point:
+    the end of a :meth:`deferred` block, which wraps each iteration's bookkeeping (metric writes,
+    checkpoint saves), so the loop stops between iterations. Raising from the handler itself, at
+    whatever bytecode the main thread was running, could land inside torch.compile's frame
+    evaluation or CUDA-graph bookkeeping; two GPU runs stopped that way died without writing their
+    final summary. A second signal before that safe point (the loop is stuck, e.g. compiling)
+    raises at once, outside a deferred block. Any signal once :attr:`closing` is set (final
+    checkpoint and summary) is ignored, so the shutdown is never cut short.
     """
 
     def __init__(self) -> None:
@@ -63,14 +66,18 @@ class _Interrupts:
         self._depth = 0
 
     def handler(self, signum, frame) -> None:  # noqa: ARG002
-        if self.raised or self.closing or self.pending is not None:
+        if self.raised or self.closing:
             log.warning("%s ignored: already stopping", signal.Signals(signum).name)
             return
-        if self._depth:
+        if self.pending is None:
             self.pending = signum
+            log.warning("%s: stopping after this iteration (send it again to stop at once)",
+                        signal.Signals(signum).name)
             return
+        if self._depth:
+            return  # inside a write: the block's end raises
         self.raised = True
-        raise TrainingInterrupted(signum)
+        raise TrainingInterrupted(self.pending)
 
     @contextmanager
     def deferred(self) -> Iterator[None]:
