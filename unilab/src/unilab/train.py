@@ -281,6 +281,24 @@ def read_resume_checkpoint(path: Path, algo: str, task: str, max_iterations: int
     return payload
 
 
+def _check_symmetry(env, task: str) -> None:
+    """``algo.symmetry=true`` needs the task's env to offer a left/right mirror (``env.mirror``,
+    :class:`unilab_rl.vecenv.Mirror`) that fits its observation groups and actions.
+
+    Raises:
+        UserError: naming ``algo.symmetry`` and the task, with the reason (e.g. the observation
+            term that has no mirror rule).
+    """
+    from unilab_rl.vecenv import learner_mirror
+
+    groups = {g: d for g, d in env.obs_dims.items() if g in ("actor", "critic")}
+    try:
+        learner_mirror(env, "the learner", groups, torch.device("cpu"))
+    except ValueError as exc:
+        reason = str(exc).removeprefix("algo.symmetry=true: ")
+        raise UserError(f"algo.symmetry=true: task {task!r} does not support symmetry augmentation: {reason}") from None
+
+
 def _apply_resume(path: Path, payload: dict[str, Any], agent) -> None:
     """Load networks, optimizers, normalizers and counters into ``agent``, then the RNG states."""
     try:
@@ -386,6 +404,8 @@ def _train(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, algo_cfg, argv
         ) from None
 
     try:
+        if getattr(algo_cfg, "symmetry", False):
+            _check_symmetry(env, task)
         agent = algo_reg.item.make_agent(env, algo_cfg, device)
         resume = None
         if resume_payload is not None:

@@ -10,7 +10,7 @@ from unilab_rl.device import DeviceUnavailableError, available_devices, resolve_
 from unilab_rl.normalizer import RunningMeanStd
 from unilab_rl.replay import Batch, ReplayBuffer
 from unilab_rl.runner import LearnSummary, OffPolicyRunner
-from unilab_rl.vecenv import VecEnv
+from unilab_rl.vecenv import Mirror, VecEnv
 
 __version__ = "0.1.0"
 
@@ -22,6 +22,7 @@ __all__ = [
     "FlashSAC",
     "FlashSACConfig",
     "LearnSummary",
+    "Mirror",
     "OffPolicyRunner",
     "ReplayBuffer",
     "RunningMeanStd",

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
+
+if TYPE_CHECKING:
+    from unilab_rl.vecenv import Mirror
 
 
 class Batch(NamedTuple):
@@ -177,4 +180,37 @@ class ReplayBuffer:
         return sum(t.numel() * t.element_size() for t in tensors)
 
 
-__all__ = ["Batch", "ReplayBuffer"]
+@torch.no_grad()
+def mirror_half(batch: Batch, mirror: "Mirror") -> Batch:
+    """Replace rows ``B // 2`` to ``B`` of ``batch`` by their left/right mirror image, in place
+    (symmetry augmentation at constant batch size).
+
+    ``obs`` and ``next_obs`` (every group of ``batch`` that ``mirror.obs`` has) and ``actions``
+    are mirrored, ``x[..., perm] * sign``; ``rewards`` and ``terminated`` stay, since the mirror
+    image of a transition earns the same reward and ends the same way. A :meth:`ReplayBuffer.sample`
+    batch holds its own copies of the rows, so the buffer is untouched.
+
+    Args:
+        batch: B rows, raw (unnormalized) observations.
+        mirror: :class:`unilab_rl.vecenv.Mirror` on the batch's device.
+
+    Returns:
+        ``batch`` itself, its second half mirrored.
+
+    Raises:
+        KeyError: a group of ``batch`` is missing from ``mirror.obs``.
+    """
+    half = batch.actions.shape[0] // 2
+
+    def flip(x: torch.Tensor, pair: tuple[torch.Tensor, torch.Tensor]) -> None:
+        perm, sign = pair
+        x[half:] = x[half:, perm] * sign
+
+    for group in batch.obs:
+        flip(batch.obs[group], mirror.obs[group])
+        flip(batch.next_obs[group], mirror.obs[group])
+    flip(batch.actions, mirror.actions)
+    return batch
+
+
+__all__ = ["Batch", "ReplayBuffer", "mirror_half"]

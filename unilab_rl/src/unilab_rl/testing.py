@@ -1,4 +1,5 @@
-"""Test helpers: :class:`PointEnv`, a tiny deterministic :class:`unilab_rl.vecenv.VecEnv`.
+"""Test helpers: :class:`PointEnv`, a tiny deterministic :class:`unilab_rl.vecenv.VecEnv`, and
+:class:`SymmetricPointEnv`, the same with a left/right mirror (``env.mirror``).
 
 In the package (not a conftest) so that a spawned collector process can import it by name.
 """
@@ -82,6 +83,24 @@ class PointEnv:
     def oracle_actions(self) -> torch.Tensor:
         """A hand-written near-optimal controller: move straight to the target."""
         return ((self.g - self.x) / self.STEP).clamp(-1.0, 2.0).unsqueeze(-1)
+
+
+class SymmetricPointEnv(PointEnv):
+    """:class:`PointEnv` with the symmetric action box ``[-1, 1]`` and a mirror (``x -> -x``):
+    ``env.mirror`` negates ``g - x`` and ``x`` (and the action) and keeps ``t / T``; rewards,
+    terminations and time-outs are the same for a state and its mirror image."""
+
+    def __init__(self, num_envs: int = 8, max_episode_length: int = 20, seed: int = 0) -> None:
+        from unilab_rl.vecenv import Mirror
+
+        super().__init__(num_envs, max_episode_length, seed)
+        self.action_low = torch.tensor([-1.0])
+        self.action_high = torch.tensor([1.0])
+        self.mirror = Mirror(
+            obs={"actor": (torch.tensor([0]), torch.tensor([-1.0])),
+                 "critic": (torch.tensor([0, 1, 2]), torch.tensor([-1.0, -1.0, 1.0]))},
+            actions=(torch.tensor([0]), torch.tensor([-1.0])),
+        )  # fmt: skip
 
 
 def live_children() -> list[int]:

@@ -8,13 +8,19 @@ Observations come in named groups: ``"actor"`` (what the policy sees, possibly n
 ``"critic"`` (privileged, noise-free; may equal the actor group). Actions are in the env's own units;
 :attr:`VecEnv.action_low` / :attr:`VecEnv.action_high` bound them, and the learner squashes its
 outputs into that box.
+
+Optional: left/right symmetry. An env whose observations and actions have a mirror image (a
+bilateral robot reflected through its sagittal plane) may expose ``env.mirror``, a
+:class:`Mirror`: per observation group and for the action vector an index permutation and a sign
+vector, ``mirrored = x[..., perm] * sign``. The learners' ``symmetry`` setting reads it through
+:func:`learner_mirror`; an env without the attribute does not support symmetry augmentation.
 """
 
 from __future__ import annotations
 
 import logging
 
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import torch
 
@@ -113,4 +119,89 @@ def learner_spaces(env: VecEnv, learner: str, configured_num_envs: int, device: 
     return actor_group, critic_group, obs_dims, low, high
 
 
-__all__ = ["VecEnv", "learner_spaces"]
+class Mirror(NamedTuple):
+    """A left/right mirror of an env's observations and actions (an involution).
+
+    Each pair is ``(perm, sign)``: ``perm`` (d,) int64 indices, ``sign`` (d,) float32 of +-1, and
+    the mirror image of ``x`` (..., d) is ``x[..., perm] * sign`` (:func:`apply_mirror`).
+    Mirroring twice gives ``x`` back: ``perm[perm] == arange(d)`` and ``sign * sign[perm] == 1``.
+
+    Attributes:
+        obs: group -> (perm, sign) of width ``obs_dims[group]``.
+        actions: (perm, sign) of width ``num_actions``.
+    """
+
+    obs: dict[str, tuple[torch.Tensor, torch.Tensor]]
+    actions: tuple[torch.Tensor, torch.Tensor]
+
+
+def apply_mirror(x: torch.Tensor, pair: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """The mirror image ``x[..., perm] * sign`` of ``x`` (..., d) float; a new tensor.
+
+    Args:
+        x: (..., d) float tensor.
+        pair: ``(perm, sign)``, (d,) int64 and (d,) float32 on ``x``'s device.
+    """
+    perm, sign = pair
+    return x[..., perm] * sign
+
+
+def check_mirror_pair(pair: tuple[torch.Tensor, torch.Tensor], width: int, what: str) -> None:
+    """Check that ``pair`` is a width-``width`` involution: a permutation with +-1 signs that gives
+    ``x`` back when applied twice.
+
+    Raises:
+        ValueError: naming ``what`` and the first problem found.
+    """
+    perm, sign = pair
+    if tuple(perm.shape) != (width,) or tuple(sign.shape) != (width,):
+        raise ValueError(f"mirror of {what}: perm and sign must be ({width},), got {tuple(perm.shape)} and {tuple(sign.shape)}")
+    if perm.dtype != torch.long or not torch.equal(torch.sort(perm.cpu()).values, torch.arange(width)):
+        raise ValueError(f"mirror of {what}: perm must be a permutation of 0..{width - 1} (int64)")
+    if not bool(((sign == 1) | (sign == -1)).all()):
+        raise ValueError(f"mirror of {what}: sign must hold only +1 and -1")
+    perm_c, sign_c = perm.cpu(), sign.cpu()
+    if not torch.equal(perm_c[perm_c], torch.arange(width)) or not bool((sign_c * sign_c[perm_c] == 1).all()):
+        raise ValueError(f"mirror of {what}: mirroring twice must give the input back (perm[perm] == arange, "
+                         f"sign * sign[perm] == 1)")
+
+
+def learner_mirror(env: VecEnv, learner: str, obs_dims: dict[str, int], device: torch.device) -> Mirror:
+    """The env's :class:`Mirror` for the learner groups ``obs_dims``, checked and moved to ``device``.
+
+    Args:
+        env: the vector env; it supports symmetry when it has a ``mirror`` attribute.
+        learner: the learner's name, for messages.
+        obs_dims: group -> width of the groups the learner stores (from :func:`learner_spaces`).
+        device: the learner device.
+
+    Returns:
+        a :class:`Mirror` with only those groups, tensors on ``device`` (perm int64, sign float32).
+
+    Raises:
+        ValueError: naming ``algo.symmetry``: the env has no ``mirror`` (or building it failed, e.g.
+            an observation term without a mirror rule), or it does not fit the env's sizes.
+    """
+    try:
+        mirror = getattr(env, "mirror", None)
+    except ValueError as exc:
+        raise ValueError(f"algo.symmetry=true: {learner} cannot mirror this {type(env).__name__}: {exc}") from exc
+    if mirror is None:
+        raise ValueError(
+            f"algo.symmetry=true: {learner} needs an env with a left/right mirror specification "
+            f"(env.mirror); {type(env).__name__} has none. Set algo.symmetry=false"
+        )
+    missing = [g for g in obs_dims if g not in mirror.obs]
+    if missing:
+        raise ValueError(f"algo.symmetry=true: env.mirror lacks observation groups {missing}")
+    obs = {}
+    for group, width in obs_dims.items():
+        check_mirror_pair(mirror.obs[group], width, f"observation group {group!r}")
+        perm, sign = mirror.obs[group]
+        obs[group] = (perm.to(device, torch.long), sign.to(device, torch.float32))
+    check_mirror_pair(mirror.actions, env.num_actions, "actions")
+    actions = (mirror.actions[0].to(device, torch.long), mirror.actions[1].to(device, torch.float32))
+    return Mirror(obs=obs, actions=actions)
+
+
+__all__ = ["Mirror", "VecEnv", "apply_mirror", "check_mirror_pair", "learner_mirror", "learner_spaces"]

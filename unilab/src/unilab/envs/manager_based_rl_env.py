@@ -30,7 +30,9 @@ from unilab.envs.managers import (
     TerminationManager,
     TerminationTerm,
 )
+from unilab.envs.mirror import check_symmetric_joint_setup, joint_mirror, observation_mirror
 from unilab.envs.robot import RobotMeta, RobotView
+from unilab_rl.vecenv import Mirror
 from unisim import SimBackend, SimSpec
 
 
@@ -143,6 +145,7 @@ class ManagerBasedRlEnv:
         self.observation_manager = ObservationManager(self, cfg.observations)
         self.observation_manager.noise_enabled = cfg.noise
         self.obs_dims = dict(self.observation_manager.dims)
+        self._mirror: Mirror | None = None  # built by the `mirror` property on first use
         self.event_manager.apply("startup", torch.arange(num_envs, device=self.device))
 
     # ---------------------------------------------------------------- VecEnv API
@@ -189,6 +192,29 @@ class ManagerBasedRlEnv:
     def close(self) -> None:
         """Release the backend."""
         self.backend.close()
+
+    @property
+    def mirror(self) -> Mirror:
+        """The left/right mirror of observations and actions (:class:`unilab_rl.vecenv.Mirror`),
+        built on first use from the observation terms' mirror rules (in concatenation order) and
+        the joint names (:mod:`unilab.envs.mirror`); tensors on the CPU.
+
+        Returns:
+            ``Mirror(obs={group: (perm (d,) int64, sign (d,) float32)}, actions=(perm (A,), sign (A,)))``.
+
+        Raises:
+            ValueError: an observation term has no mirror rule (naming it), a rule does not fit,
+                or the default pose, action scale or action box is not left/right symmetric.
+        """
+        if self._mirror is None:
+            names = self.meta.joint_names
+            check_symmetric_joint_setup(
+                names, self.action_manager.offset, self.action_manager.scale,
+                self.action_manager.low, self.action_manager.high,
+            )  # fmt: skip
+            obs = observation_mirror(self.cfg.observations, self.observation_manager.layout, names)
+            self._mirror = Mirror(obs=obs, actions=joint_mirror(names))
+        return self._mirror
 
     # ---------------------------------------------------------------- internals
     def _reset_rows(self, env_ids: torch.Tensor) -> dict[str, float]:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 
 import torch
 
+from unilab.envs.mirror import MirrorRule
+
 if TYPE_CHECKING:
     from unilab.envs.manager_based_rl_env import ManagerBasedRlEnv
 
@@ -18,11 +20,16 @@ if TYPE_CHECKING:
 # ============================================================================ term configs
 @dataclass
 class ObsTerm:
-    """An observation term: ``func(env, **params) -> (N, d)``, with optional uniform noise ±noise."""
+    """An observation term: ``func(env, **params) -> (N, d)``, with optional uniform noise ±noise.
+
+    ``mirror`` says how the term maps under the left/right mirror (:mod:`unilab.envs.mirror`);
+    None: it cannot be mirrored, and asking the env for its mirror (``env.mirror``) raises.
+    """
 
     func: Callable[..., torch.Tensor]
     noise: float | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    mirror: MirrorRule | None = None
 
 
 @dataclass

@@ -13,6 +13,9 @@ Observation layout (columns, in order):
 With ``env.gait.enabled`` both groups gain ``gait_phase`` 4 (sin of the left and right foot's
 gait phase, then cos; noise-free) after ``command``: actor 103, critic 115; the critic's first 103
 columns stay the actor's layout.
+
+Every observation term carries its left/right mirror rule (:mod:`unilab.envs.mirror`), so the env
+offers ``env.mirror`` for symmetry augmentation (``algo.symmetry``).
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ from pathlib import Path
 
 import torch
 
-from unilab.envs import mdp
+from unilab.envs import mdp, mirror
 from unilab.envs.contact import ContactSensorCfg, add_contact_sensors
 from unilab.envs.manager_based_rl_env import EnvCfg, ManagerBasedRlEnv
 from unilab.envs.managers import EventTerm, ObsTerm, PenaltyCurriculum, RewardTerm, TerminationTerm
+from unilab.envs.mirror import MirrorRule
 from unilab.robots import g1
 from unilab.tasks.g1_walk_flat.config import G1WalkFlatConfig
 from unilab.utils.names import resolve_name_values
@@ -38,6 +42,9 @@ FEET_GROUND = "feet_ground_contact"
 SELF_COLLISION = "self_collision"
 FOOT_POS_SENSORS = tuple(f"{site}_pos" for site in g1.FOOT_SITES)
 FOOT_VEL_SENSORS = tuple(f"{site}_lin_vel" for site in g1.FOOT_SITES)
+JOINTS = MirrorRule.joints()
+# gait_phase columns: sin(phi_left), sin(phi_right), cos(phi_left), cos(phi_right); the feet swap
+GAIT_PHASE = MirrorRule.sided(("left_sin", "right_sin", "left_cos", "right_cos"))
 
 # Per-joint posture tolerances, rad (mjlab config/g1/env_cfgs.py): knees and hip pitch loosest
 # for the stride, hip roll/yaw tighter against sway, ankle roll and waist roll/pitch tight for
@@ -101,28 +108,41 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
     ##
     def policy_terms(noisy: bool, biased: bool) -> dict[str, ObsTerm]:
         n = (lambda x: x) if noisy else (lambda x: None)
+        # mirror rules: the IMU site lies on the sagittal plane with the pelvis axes, so its
+        # readings mirror as base-frame vectors (unilab.envs.mirror)
         terms = {
-            "base_lin_vel": ObsTerm(mdp.builtin_sensor, n(0.5), {"sensor_name": "imu_lin_vel"}),
-            "base_ang_vel": ObsTerm(mdp.builtin_sensor, n(0.2), {"sensor_name": "imu_ang_vel"}),
+            "base_lin_vel": ObsTerm(mdp.builtin_sensor, n(0.5), {"sensor_name": "imu_lin_vel"},
+                                    mirror=mirror.VECTOR),
+            "base_ang_vel": ObsTerm(mdp.builtin_sensor, n(0.2), {"sensor_name": "imu_ang_vel"},
+                                    mirror=mirror.AXIAL_VECTOR),
             "projected_gravity": ObsTerm(
-                mdp.projected_gravity_from_sensor, n(0.05), {"sensor_name": "imu_upvector"}
+                mdp.projected_gravity_from_sensor, n(0.05), {"sensor_name": "imu_upvector"},
+                mirror=mirror.VECTOR,
             ),
-            "joint_pos": ObsTerm(mdp.joint_pos_rel, n(0.01), {"biased": biased}),
-            "joint_vel": ObsTerm(mdp.joint_vel, n(1.5)),
-            "actions": ObsTerm(mdp.last_action),
-            "command": ObsTerm(mdp.generated_command, params={"name": "twist"}),
-        }
+            "joint_pos": ObsTerm(mdp.joint_pos_rel, n(0.01), {"biased": biased}, mirror=JOINTS),
+            "joint_vel": ObsTerm(mdp.joint_vel, n(1.5), mirror=JOINTS),
+            "actions": ObsTerm(mdp.last_action, mirror=JOINTS),
+            "command": ObsTerm(mdp.generated_command, params={"name": "twist"},
+                               mirror=mirror.VELOCITY_COMMAND),
+        }  # fmt: skip
         if cfg.gait.enabled:  # holosoma's sin/cos gait phase, noise-free in both groups
-            terms["gait_phase"] = ObsTerm(mdp.gait_phase, params={"name": "gait"})
+            terms["gait_phase"] = ObsTerm(mdp.gait_phase, params={"name": "gait"}, mirror=GAIT_PHASE)
         return terms
 
+    # Per-foot terms: columns in FOOT_POS_SENSORS / contact-sensor subtree (FOOT_BODIES) order;
+    # contact forces are world-frame 3-vectors per foot.
+    feet_sensors = MirrorRule.sided(FOOT_POS_SENSORS)
+    feet_bodies = MirrorRule.sided(g1.FOOT_BODIES)
     critic = {
         **policy_terms(noisy=False, biased=False),
-        "foot_height": ObsTerm(mdp.foot_height, params={"sensor_names": FOOT_POS_SENSORS}),
-        "foot_air_time": ObsTerm(mdp.foot_air_time, params={"sensor_name": FEET_GROUND}),
-        "foot_contact": ObsTerm(mdp.foot_contact, params={"sensor_name": FEET_GROUND}),
-        "foot_contact_forces": ObsTerm(mdp.foot_contact_forces, params={"sensor_name": FEET_GROUND}),
-    }
+        "foot_height": ObsTerm(mdp.foot_height, params={"sensor_names": FOOT_POS_SENSORS}, mirror=feet_sensors),
+        "foot_air_time": ObsTerm(mdp.foot_air_time, params={"sensor_name": FEET_GROUND}, mirror=feet_bodies),
+        "foot_contact": ObsTerm(mdp.foot_contact, params={"sensor_name": FEET_GROUND}, mirror=feet_bodies),
+        "foot_contact_forces": ObsTerm(
+            mdp.foot_contact_forces, params={"sensor_name": FEET_GROUND},
+            mirror=MirrorRule.sided(g1.FOOT_BODIES, signs=(1.0, -1.0, 1.0)),
+        ),
+    }  # fmt: skip
 
     ##
     # Rewards (weights from the task config).

@@ -27,8 +27,8 @@ from unilab_rl.algorithms.flashsac.networks import (
     normalize_parameters,
 )
 from unilab_rl.device import resolve_device
-from unilab_rl.replay import ReplayBuffer
-from unilab_rl.vecenv import VecEnv, learner_spaces
+from unilab_rl.replay import ReplayBuffer, mirror_half
+from unilab_rl.vecenv import Mirror, VecEnv, learner_mirror, learner_spaces
 
 logger = logging.getLogger(__name__)
 
@@ -68,9 +68,11 @@ class FlashSAC:
             and the learning-rate schedule).
         compile_backend: ``"inductor"`` when the objectives run through ``torch.compile``, else ``"eager"``.
         autocast_dtype: ``torch.bfloat16`` when mixed precision is on, else ``None``.
+        mirror: the env's :class:`~unilab_rl.vecenv.Mirror` when ``cfg.symmetry`` is on, else ``None``.
 
     Raises:
-        ValueError: the env has no ``"actor"`` group or a malformed action box.
+        ValueError: the env has no ``"actor"`` group or a malformed action box; ``cfg.symmetry``
+            is on and the env has no usable ``mirror``.
         unilab_rl.device.DeviceUnavailableError: ``cfg.device`` names a missing device.
     """
 
@@ -84,6 +86,7 @@ class FlashSAC:
         self.actor_group, self.critic_group, obs_dims, self.action_low, self.action_high = learner_spaces(
             env, "FlashSAC", cfg.num_envs, self.device
         )
+        self.mirror: Mirror | None = learner_mirror(env, "FlashSAC", obs_dims, self.device) if cfg.symmetry else None
 
         # Networks (projected onto their spheres at construction) and the target critic, which
         # follows by EMA from then on and is never projected again.
@@ -278,6 +281,8 @@ class FlashSAC:
         lr = cfg.lr
         for _ in range(cfg.num_updates):
             batch = self.replay.sample(cfg.batch_size)
+            if self.mirror is not None:  # symmetry: the second half becomes its mirror image
+                batch = mirror_half(batch, self.mirror)
             rewards = batch.rewards if self.reward_scaler is None else self.reward_scaler(batch.rewards)
             lr = self._set_learning_rate()
 

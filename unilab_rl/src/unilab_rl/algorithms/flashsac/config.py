@@ -114,6 +114,13 @@ class FlashSACConfig:
     zeta_max: int = 16
     """Largest repeat length; k is drawn from {1, ..., zeta_max} (paper: 16)."""
 
+    # -- Symmetry ---------------------------------------------------------------------------
+    symmetry: bool = False
+    """Left/right symmetry augmentation, as :attr:`unilab_rl.algorithms.sac.SACConfig.symmetry`:
+    the second half of each sampled batch is replaced by its mirror image (``env.mirror``). The
+    raw observations are mirrored before the networks' input batch norms, whose batch statistics
+    then come from a half-mirrored batch. Not part of the FlashSAC paper; default off."""
+
     # -- Execution --------------------------------------------------------------------------
     device: str = "auto"
     """Learner device: ``"auto"`` (cuda, xpu, mps, then cpu with a warning) or a name such as

@@ -20,8 +20,8 @@ from unilab_rl.algorithms.sac.config import SACConfig
 from unilab_rl.algorithms.sac.networks import Actor, Critic, DeterministicPolicy, ExplorationPolicy
 from unilab_rl.device import resolve_device
 from unilab_rl.normalizer import RunningMeanStd, batch_moments
-from unilab_rl.replay import ReplayBuffer
-from unilab_rl.vecenv import VecEnv, learner_spaces
+from unilab_rl.replay import Batch, ReplayBuffer, mirror_half
+from unilab_rl.vecenv import Mirror, VecEnv, apply_mirror, learner_mirror, learner_spaces
 
 logger = logging.getLogger(__name__)
 
@@ -58,10 +58,13 @@ class SAC:
         stats_sync: ``None``, or a callable summing a tensor in place over ranks: observation
             statistics are then merged from the moments of all ranks' batches (identical on
             every rank).
+        mirror: the env's :class:`~unilab_rl.vecenv.Mirror` on the learner device when
+            ``cfg.symmetry`` is on (each sampled batch's second half is mirrored, and the
+            observation statistics see every observation and its mirror image), else ``None``.
 
     Raises:
         ValueError: the env has no ``"actor"`` group, its action box is malformed, or its sizes
-            disagree.
+            disagree; ``cfg.symmetry`` is on and the env has no usable ``mirror``.
         unilab_rl.device.DeviceUnavailableError: ``cfg.device`` names a missing device.
     """
 
@@ -75,6 +78,7 @@ class SAC:
         self.actor_group, self.critic_group, obs_dims, self.action_low, self.action_high = learner_spaces(
             env, "SAC", cfg.num_envs, self.device
         )
+        self.mirror: Mirror | None = learner_mirror(env, "SAC", obs_dims, self.device) if cfg.symmetry else None
 
         # Networks and targets.
         self.actor = Actor(
@@ -197,7 +201,7 @@ class SAC:
         obs = {g: obs[g].to(self.device) for g in groups}
         next_obs = {g: next_obs[g].to(self.device) for g in groups}
         for group, normalizer in self.obs_normalizers.items():
-            normalizer.update(obs[group], reduce=self.stats_sync)
+            normalizer.update(self._stats_rows(group, obs[group]), reduce=self.stats_sync)
         self.replay.add(obs, actions, rewards, terminated, next_obs)
 
     @torch.no_grad()
@@ -236,16 +240,36 @@ class SAC:
         next_d = {g: flat(next_obs[g]) for g in groups}
         actions_d, rewards_d, terminated_d = flat(actions), flat(rewards), flat(terminated)
         for group, normalizer in self.obs_normalizers.items():
+            rows = [self._stats_rows(group, obs_d[group][t * n : (t + 1) * n]) for t in range(steps)]
             if self.stats_sync is not None:  # one reduction for the block's T steps, merged step by step
-                moments = torch.stack([batch_moments(obs_d[group][t * n : (t + 1) * n]) for t in range(steps)])
+                moments = torch.stack([batch_moments(r) for r in rows])
                 self.stats_sync(moments)
                 for t in range(steps):
                     normalizer.merge_moments(moments[t])
                 continue
-            for t in range(steps):
-                normalizer.update(obs_d[group][t * n : (t + 1) * n])
+            for r in rows:
+                normalizer.update(r)
         self.replay.add(obs_d, actions_d, rewards_d, terminated_d, next_d)
         return nbytes
+
+    def _stats_rows(self, group: str, obs: torch.Tensor) -> torch.Tensor:
+        """The rows the observation statistics of ``group`` learn from: ``obs`` (N, d), and with
+        symmetry on also its mirror image, (2N, d), so that the statistics are left/right symmetric
+        (``mean[perm] * sign == mean``, ``var[perm] == var``) and normalization commutes with the
+        mirror."""
+        if self.mirror is None:
+            return obs
+        return torch.cat([obs, apply_mirror(obs, self.mirror.obs[group])])
+
+    def sample_batch(self) -> Batch:
+        """A uniform replay batch of ``cfg.batch_size`` raw transitions; with ``cfg.symmetry`` its
+        second half mirrored (:func:`unilab_rl.replay.mirror_half`).
+
+        Raises:
+            ValueError: the replay buffer is empty.
+        """
+        batch = self.replay.sample(self.cfg.batch_size)
+        return batch if self.mirror is None else mirror_half(batch, self.mirror)
 
     # -- Learning ---------------------------------------------------------------------------
 
@@ -315,7 +339,7 @@ class SAC:
         critic_logs: list[torch.Tensor] = []  # each (2,): critic loss, mean Q
         actor_logs: list[torch.Tensor] = []  # each (4,): actor loss, alpha loss, entropy, alpha
         for _ in range(cfg.num_updates):
-            batch = self.replay.sample(cfg.batch_size)
+            batch = self.sample_batch()
             if self._cudagraphs:
                 torch.compiler.cudagraph_mark_step_begin()
             qf_loss, info = self._critic_objective_fn(

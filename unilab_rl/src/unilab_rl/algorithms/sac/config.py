@@ -96,6 +96,21 @@ class SACConfig:
     obs_clip: float = 5.0
     """Normalized observations are clamped to ``[-obs_clip, obs_clip]``."""
 
+    # -- Symmetry ---------------------------------------------------------------------------
+    symmetry: bool = False
+    """Left/right symmetry augmentation (FastSAC, arXiv 2512.01996, and holosoma turn it on for
+    the G1). Needs an env with a mirror specification (``env.mirror``,
+    :class:`unilab_rl.vecenv.Mirror`); otherwise the learner raises ``ValueError``. Each sampled
+    batch has its second half (rows ``batch_size // 2`` on) replaced by its mirror image:
+    observations, next observations (both groups) and actions mirrored, rewards and
+    ``terminated`` kept. The rows are uniform draws with replacement, so a fixed half is a random
+    half, and no extra random numbers are drawn. Mirroring half keeps the cost of an update;
+    holosoma (``fast_sac_agent.py``, ``_sample_and_prepare_batches``) instead concatenates the
+    mirrored batch (2x batch size, about 2x update cost). Observations are mirrored raw (the
+    replay stores them raw) and normalized after; the running observation statistics are
+    updated with each observation and its mirror image, so they are symmetric and the mirrored
+    half is normalized like the data it imitates. Default off until measured on the GPU machine."""
+
     # -- Execution --------------------------------------------------------------------------
     device: str = "auto"
     """Learner device: ``"auto"`` (cuda, xpu, mps, then cpu with a warning) or a name such as

@@ -1,0 +1,232 @@
+"""Left/right mirror of g1_walk_flat (``env.mirror``): involutions, the term layout, the joint
+signs checked against the G1's kinematics, errors for terms without a rule, and training with
+``algo.symmetry=true`` in both runtimes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+import torch
+
+from unilab.envs.manager_based_rl_env import ManagerBasedRlEnv
+from unilab.envs.mirror import MirrorRule, joint_mirror, joint_sign, mirror_name
+from unilab.robots import g1
+from unilab.tasks.g1_walk_flat import G1WalkFlatConfig, make_env
+from unilab.tasks.g1_walk_flat.env_cfg import make_env_cfg
+from unilab_rl.vecenv import apply_mirror
+from unisim.backends.mujoco import MujocoBackend
+
+UNILAB = str(Path(sys.executable).parent / "unilab")
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = make_env(G1WalkFlatConfig(), backend_cls=MujocoBackend, num_envs=2, nthread=1, seed=0)
+    yield e
+    e.close()
+
+
+def test_names_and_signs():
+    assert mirror_name("left_hip_roll_joint") == "right_hip_roll_joint"
+    assert mirror_name("right_foot_pos") == "left_foot_pos"
+    assert mirror_name("waist_yaw_joint") == "waist_yaw_joint"
+    assert [joint_sign(n) for n in ("waist_roll_joint", "waist_yaw_joint", "left_wrist_yaw_joint")] == [-1, -1, -1]
+    assert [joint_sign(n) for n in ("waist_pitch_joint", "left_knee_joint", "right_elbow_joint")] == [1, 1, 1]
+    with pytest.raises(ValueError, match="'left_knee_joint' has no mirror image 'right_knee_joint'"):
+        joint_mirror(("left_knee_joint", "waist_yaw_joint"))
+
+
+def test_mirror_is_an_involution_for_every_group_and_the_actions(env):
+    mirror = env.mirror
+    assert set(mirror.obs) == set(env.obs_dims) == {"actor", "critic"}
+    cases = [(mirror.obs[g], env.obs_dims[g]) for g in mirror.obs] + [(mirror.actions, env.num_actions)]
+    for (perm, sign), width in cases:
+        assert perm.shape == sign.shape == (width,) and perm.dtype == torch.long and sign.dtype == torch.float32
+        x = torch.randn(5, width)
+        assert not torch.equal(apply_mirror(x, (perm, sign)), x)
+        assert torch.equal(apply_mirror(apply_mirror(x, (perm, sign)), (perm, sign)), x)
+
+
+def test_term_layout_and_joint_signs(env):
+    perm, sign = env.mirror.obs["critic"]
+    layout = {name: (a, b) for name, a, b in env.observation_manager.layout["critic"]}
+
+    def term(name):
+        a, b = layout[name]
+        return (perm[a:b] - a).tolist(), sign[a:b].tolist()
+
+    assert term("base_lin_vel") == ([0, 1, 2], [1, -1, 1])
+    assert term("base_ang_vel") == ([0, 1, 2], [-1, 1, -1])
+    assert term("projected_gravity") == ([0, 1, 2], [1, -1, 1])
+    assert term("command") == ([0, 1, 2], [1, -1, -1])
+    assert term("foot_height") == ([1, 0], [1, 1]) and term("foot_contact") == ([1, 0], [1, 1])
+    assert term("foot_contact_forces") == ([3, 4, 5, 0, 1, 2], [1, -1, 1, 1, -1, 1])
+    names = list(env.meta.joint_names)
+    jperm, jsign = term("joint_pos")
+    assert (jperm, jsign) == term("joint_vel") == term("actions")
+    assert (jperm, jsign) == (env.mirror.actions[0].tolist(), env.mirror.actions[1].tolist())
+    for i, name in enumerate(names):
+        assert names[jperm[i]] == mirror_name(name)
+        kind = name.removesuffix("_joint").rsplit("_", 1)[-1]
+        assert jsign[i] == (-1.0 if kind in ("roll", "yaw") else 1.0), name
+    # the actor group is the critic's first 99 columns
+    assert torch.equal(env.mirror.obs["actor"][0], perm[:99]) and torch.equal(env.mirror.obs["actor"][1], sign[:99])
+
+
+def test_gait_phase_term_swaps_the_feet():
+    e = make_env(G1WalkFlatConfig(gait={"enabled": True}), backend_cls=MujocoBackend, num_envs=1, nthread=1)
+    try:
+        for group in ("actor", "critic"):
+            perm, sign = e.mirror.obs[group]
+            (a, b), = [(a, b) for name, a, b in e.observation_manager.layout[group] if name == "gait_phase"]
+            assert (perm[a:b] - a).tolist() == [1, 0, 3, 2] and sign[a:b].tolist() == [1, 1, 1, 1]
+    finally:
+        e.close()
+
+
+def _feet_in_pelvis_frame(model, data, q: np.ndarray, names) -> np.ndarray:
+    """(2, 3) left and right ankle-roll body positions in the pelvis frame for joint angles q."""
+    data.qpos[:] = model.qpos0
+    data.qpos[3:7] = (1.0, 0.0, 0.0, 0.0)
+    for name, value in zip(names, q):
+        data.qpos[model.joint(name).qposadr[0]] = value
+    mujoco.mj_kinematics(model, data)
+    pelvis = model.body(g1.PELVIS_BODY).id
+    rot = data.xmat[pelvis].reshape(3, 3)
+    return np.stack([rot.T @ (data.xpos[model.body(b).id] - data.xpos[pelvis]) for b in g1.FOOT_BODIES])
+
+
+def test_joint_mirror_matches_the_g1_kinematics(env):
+    """Mirrored joint angles put each foot where the other foot was, reflected (y -> -y)."""
+    model = g1.g1_model()
+    data = mujoco.MjData(model)
+    names = env.meta.joint_names
+    perm, sign = (t.numpy() for t in env.mirror.actions)
+    rng = np.random.default_rng(0)
+    limits = env.meta.joint_limits.numpy()
+    reflect = np.array([1.0, -1.0, 1.0])
+    for _ in range(20):
+        q = rng.uniform(limits[:, 0], limits[:, 1]) * 0.5  # moderate poses; limits need not be symmetric
+        feet = _feet_in_pelvis_frame(model, data, q, names)
+        mirrored = _feet_in_pelvis_frame(model, data, q[perm] * sign, names)
+        np.testing.assert_allclose(mirrored[0], feet[1] * reflect, atol=1e-6)
+        np.testing.assert_allclose(mirrored[1], feet[0] * reflect, atol=1e-6)
+    assert abs(feet[0, 1] - feet[1, 1]) > 0.05  # the feet are apart: the check is not vacuous
+
+
+def test_every_joint_sign_matches_the_g1_kinematics(env):
+    """All 29 joints: foot sites (offset from the ankle-roll axis) and palm sites (offset from the
+    wrist-yaw axis) in the pelvis frame land on their reflected counterparts, and flipping any
+    single joint's sign breaks that. Tolerance 1e-4 m: the model's shoulder mounts are themselves
+    mirror images only to 1e-5 m (y = 0.10022 vs -0.10021)."""
+    model = g1.g1_model()
+    data = mujoco.MjData(model)
+    names = list(env.meta.joint_names)
+    perm, sign = (t.numpy() for t in env.mirror.actions)
+    sites = ("left_foot", "right_foot", "left_palm", "right_palm")
+    swap = [1, 0, 3, 2]
+    reflect = np.array([1.0, -1.0, 1.0])
+
+    def points(q):
+        data.qpos[:] = model.qpos0
+        for name, value in zip(names, q):
+            data.qpos[model.joint(name).qposadr[0]] = value
+        mujoco.mj_kinematics(model, data)
+        pelvis = model.body(g1.PELVIS_BODY).id
+        rot = data.xmat[pelvis].reshape(3, 3)
+        return np.stack([rot.T @ (data.site_xpos[model.site(s).id] - data.xpos[pelvis]) for s in sites])
+
+    rng = np.random.default_rng(1)
+    limits = env.meta.joint_limits.numpy()
+    poses = [rng.uniform(limits[:, 0], limits[:, 1]) * 0.5 for _ in range(5)]
+
+    def error(signs):
+        return max(np.abs(points(q[perm] * signs)[swap] - points(q) * reflect).max() for q in poses)
+
+    assert error(sign) < 1e-4
+    for j, name in enumerate(names):
+        wrong = sign.copy()
+        wrong[j] = -wrong[j]
+        assert error(wrong) > 1e-3, f"{name}: its sign is not tested by these points"
+
+
+def test_a_term_without_a_mirror_rule_is_named():
+    cfg = make_env_cfg(G1WalkFlatConfig())
+    cfg.observations["critic"]["foot_height"] = dataclasses.replace(cfg.observations["critic"]["foot_height"],
+                                                                    mirror=None)
+    env = ManagerBasedRlEnv(cfg, MujocoBackend, 1, nthread=1)
+    try:
+        with pytest.raises(ValueError, match="observation term 'foot_height' of group 'critic' has no mirror rule"):
+            env.mirror
+        cfg.observations["critic"]["foot_height"].mirror = MirrorRule.fixed(1.0)  # 1 sign for 2 columns
+        env._mirror = None
+        with pytest.raises(ValueError, match="'foot_height' of group 'critic': mirror rule has 1 signs for 2 columns"):
+            env.mirror
+    finally:
+        env.close()
+
+
+SMALL = ["algo.num_envs=4", "algo.batch_size=64", "algo.num_updates=1", "algo.learning_starts=2",
+         "algo.buffer_size_per_env=64", "algo.actor_hidden=[32,32]", "algo.critic_hidden=[32,32]", "sim.nthread=1",
+         "training.log_interval=1", "training.no_play=true", "algo.symmetry=true"]  # fmt: skip
+
+
+def _train(tmp_path: Path, task: str, *extra: str) -> subprocess.CompletedProcess:
+    cmd = [UNILAB, "train", "--algo", "sac", "--task", task, "--sim", "mujoco", "--preset", "laptop", *SMALL,
+           f"training.log_dir={tmp_path / 'logs'}", *extra]
+    return subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=240)
+
+
+@pytest.mark.parametrize("runtime", ["sync", "async"])
+def test_training_with_symmetry(tmp_path, runtime):
+    result = _train(tmp_path, "g1_walk_flat", f"algo.runtime={runtime}", "algo.max_iterations=5", "algo.block_steps=2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run,) = (tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir()
+    summary = json.loads((run / "run_summary.json").read_text())
+    assert summary["status"] == "normal_completion" and summary["iterations"] == 5
+    assert summary["runtime"] == runtime
+    ckpt = torch.load(run / "model_last.pt", weights_only=False)
+    assert ckpt["config"]["algo"]["symmetry"] is True and ckpt["agent"]["num_critic_updates"] > 0
+    mean = ckpt["agent"]["obs_normalizers"]["critic.mean"]
+    perm, sign = make_env_mirror_critic()
+    torch.testing.assert_close(mean[perm] * sign, mean, rtol=0, atol=1e-5)  # symmetric statistics
+
+
+def test_two_cpu_ranks_train_identically_with_symmetry(tmp_path):
+    digests = tmp_path / "digests"
+    digests.mkdir()
+    cmd = [UNILAB, "train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco", "--preset", "laptop",
+           *SMALL, "algo.runtime=sync", "algo.max_iterations=4", "training.devices=cpu:2",
+           f"training.log_dir={tmp_path / 'logs'}"]  # fmt: skip
+    result = subprocess.run(cmd, cwd=tmp_path, env={**os.environ, "UNILAB_DDP_DIGEST_DIR": str(digests)},
+                            capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (digests / "rank0.txt").read_text() == (digests / "rank1.txt").read_text()
+    (run,) = (tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir()
+    summary = json.loads((run / "run_summary.json").read_text())
+    assert summary["status"] == "normal_completion" and summary["ranks_identical"] is True
+
+
+def make_env_mirror_critic():
+    e = make_env(G1WalkFlatConfig(), backend_cls=MujocoBackend, num_envs=1, nthread=1)
+    try:
+        return e.mirror.obs["critic"]
+    finally:
+        e.close()
+
+
+def test_symmetry_on_a_task_without_a_mirror_is_a_one_line_error(tmp_path):
+    result = _train(tmp_path, "g1_motion_tracking", "algo.max_iterations=2")
+    assert result.returncode == 2, result.stderr[-3000:]
+    message = result.stderr.strip().splitlines()[-1]
+    assert "algo.symmetry=true: task 'g1_motion_tracking' does not support symmetry augmentation" in message
+    assert "has no mirror rule" in message
+    assert not list((tmp_path / "logs").rglob("*.pt"))

@@ -1,0 +1,135 @@
+"""Symmetry augmentation (``symmetry=True``): mirrored half batches, symmetric observation
+statistics, both runtimes, FlashSAC, and the errors for an env without a mirror."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+
+from unilab_rl import AsyncOffPolicyRunner, FlashSAC, FlashSACConfig, OffPolicyRunner
+from unilab_rl.replay import ReplayBuffer, mirror_half
+from unilab_rl.testing import PointEnv, SymmetricPointEnv, live_children
+from unilab_rl.vecenv import Mirror, apply_mirror, check_mirror_pair, learner_mirror
+
+# Spawned collectors need a picklable, module-level env factory.
+make_symmetric_env = functools.partial(SymmetricPointEnv, num_envs=8, max_episode_length=5, seed=3)
+
+MIRROR = SymmetricPointEnv().mirror
+
+
+def _fill(agent, env, steps: int) -> None:
+    obs = env.reset()
+    for _ in range(steps):
+        actions = agent.random_actions(env.num_envs)
+        next_obs, rewards, terminated, _, extras = env.step(actions)
+        agent.store(obs, actions, rewards, terminated, extras["final_obs"])
+        obs = next_obs
+
+
+def test_mirror_half_mirrors_the_second_half_and_keeps_rewards_and_the_buffer() -> None:
+    buffer = ReplayBuffer(16, {"actor": 1, "critic": 3}, 1, "cpu")
+    n = 16
+    obs = {"actor": torch.rand(n, 1) + 1, "critic": torch.rand(n, 3) + 1}  # all positive
+    nxt = {"actor": torch.rand(n, 1) + 1, "critic": torch.rand(n, 3) + 1}
+    buffer.add(obs, torch.rand(n, 1) + 1, torch.rand(n), torch.rand(n) < 0.5, nxt)
+    stored = buffer.obs["actor"].clone()
+
+    batch = buffer.sample(9, generator=torch.Generator().manual_seed(0))
+    original = buffer.sample(9, generator=torch.Generator().manual_seed(0))
+    mirror_half(batch, MIRROR)
+    h = 9 // 2
+    for g in ("actor", "critic"):
+        for field in ("obs", "next_obs"):
+            got, ref = getattr(batch, field)[g], getattr(original, field)[g]
+            assert torch.equal(got[:h], ref[:h])
+            assert torch.equal(got[h:], apply_mirror(ref[h:], MIRROR.obs[g]))
+    assert torch.equal(batch.actions[h:], -original.actions[h:]) and torch.equal(batch.actions[:h], original.actions[:h])
+    assert torch.equal(batch.obs["critic"][h:, 2], original.obs["critic"][h:, 2])  # t / T keeps its sign
+    assert torch.equal(batch.rewards, original.rewards) and torch.equal(batch.terminated, original.terminated)
+    assert torch.equal(buffer.obs["actor"], stored)  # the replay itself is untouched
+
+
+def test_sac_samples_half_mirrored_batches_and_keeps_symmetric_statistics(make_sac) -> None:
+    env = SymmetricPointEnv(num_envs=8)
+    sac = make_sac(env, symmetry=True, batch_size=64)
+    assert sac.mirror is not None
+    _fill(sac, env, 6)
+
+    # Statistics of observations and their mirror images: symmetric, so normalizing commutes
+    # with mirroring.
+    for group, normalizer in sac.obs_normalizers.items():
+        perm, sign = sac.mirror.obs[group]
+        torch.testing.assert_close(normalizer.mean[perm] * sign, normalizer.mean, rtol=0, atol=1e-6)
+        torch.testing.assert_close(normalizer.var[perm], normalizer.var, rtol=0, atol=0)
+        x = torch.randn(32, normalizer.dim)
+        torch.testing.assert_close(sac.normalize(group, apply_mirror(x, sac.mirror.obs[group])),
+                                   apply_mirror(sac.normalize(group, x), sac.mirror.obs[group]))
+    assert int(sac.obs_normalizers["actor"].count) == 2 * 6 * 8  # each observation and its image
+
+    # Every stored action is in [-1, 1]; replace them by positive ones to see which rows flip.
+    sac.replay.actions[: len(sac.replay)] = sac.replay.actions[: len(sac.replay)].abs() + 0.01
+    batch = sac.sample_batch()
+    assert (batch.actions[:32] > 0).all() and (batch.actions[32:] < 0).all()
+
+    metrics = sac.update()
+    assert {"Loss/critic", "Critic/mean_q"} <= set(metrics)
+    assert all(torch.isfinite(torch.tensor(v)) for v in metrics.values())
+
+
+def test_symmetry_off_is_unchanged(make_sac) -> None:
+    env = SymmetricPointEnv(num_envs=8)
+    sac = make_sac(env)
+    assert sac.mirror is None
+    _fill(sac, env, 2)
+    assert int(sac.obs_normalizers["actor"].count) == 2 * 8
+
+
+def test_symmetry_on_an_env_without_a_mirror_is_a_clear_error(make_sac) -> None:
+    with pytest.raises(ValueError, match=r"algo\.symmetry=true: SAC needs an env with a left/right mirror.*PointEnv"):
+        make_sac(PointEnv(num_envs=8), symmetry=True)
+    with pytest.raises(ValueError, match=r"algo\.symmetry=true: FlashSAC needs"):
+        FlashSAC(PointEnv(num_envs=8), FlashSACConfig(num_envs=8, device="cpu", symmetry=True))
+
+
+def test_a_mirror_that_is_not_an_involution_is_refused() -> None:
+    env = SymmetricPointEnv(num_envs=4)
+    bad = (torch.tensor([1, 2, 0]), torch.tensor([1.0, 1.0, 1.0]))  # a 3-cycle: not its own inverse
+    env.mirror = Mirror(obs={**env.mirror.obs, "critic": bad}, actions=env.mirror.actions)
+    with pytest.raises(ValueError, match="mirror of observation group 'critic': mirroring twice"):
+        learner_mirror(env, "SAC", env.obs_dims, torch.device("cpu"))
+    with pytest.raises(ValueError, match="sign must hold only"):
+        check_mirror_pair((torch.tensor([0]), torch.tensor([0.5])), 1, "x")
+    with pytest.raises(ValueError, match=r"must be \(2,\)"):
+        check_mirror_pair((torch.tensor([0]), torch.tensor([1.0])), 2, "x")
+
+
+def test_sync_and_async_runners_train_with_symmetry_and_agree_on_statistics(make_sac) -> None:
+    iterations = 6
+    sync_env = make_symmetric_env()
+    sync = make_sac(sync_env, symmetry=True, learning_starts=100, block_steps=3, num_blocks=2)
+    OffPolicyRunner(sync_env, sync, seed=7).learn(iterations)
+
+    asyn = make_sac(make_symmetric_env(), symmetry=True, learning_starts=100, block_steps=3, num_blocks=2)
+    AsyncOffPolicyRunner(make_symmetric_env, asyn, seed=7).learn(iterations)
+    for group in sync.obs_normalizers:  # store() and store_steps() both add the mirror images
+        torch.testing.assert_close(asyn.obs_normalizers[group].mean, sync.obs_normalizers[group].mean)
+        torch.testing.assert_close(asyn.obs_normalizers[group].var, sync.obs_normalizers[group].var)
+        assert int(asyn.obs_normalizers[group].count) == 2 * iterations * 8
+
+    trained = make_sac(make_symmetric_env(), symmetry=True, learning_starts=2, block_steps=2, num_blocks=2)
+    summary = AsyncOffPolicyRunner(make_symmetric_env, trained, seed=1).learn(5)
+    assert summary.updates > 0 and trained.num_critic_updates == summary.updates
+    assert live_children() == []
+
+
+def test_flashsac_trains_with_symmetry() -> None:
+    env = SymmetricPointEnv(num_envs=8)
+    agent = FlashSAC(env, FlashSACConfig(
+        num_envs=8, learning_starts=2, buffer_size_per_env=64, batch_size=32, num_updates=2, actor_hidden_dim=16,
+        critic_hidden_dim=16, actor_num_blocks=1, critic_num_blocks=1, num_bins=21, device="cpu", symmetry=True,
+    ))  # fmt: skip
+    assert agent.mirror is not None
+    summary = OffPolicyRunner(env, agent, seed=0).learn(4)
+    assert summary.updates > 0
