@@ -20,7 +20,7 @@ one() {
   local tag=$1 gpu=$2 cpus=$3 args=$4 t0 rc d
   t0=$(date +%s)
   # shellcheck disable=SC2086
-  CUDA_VISIBLE_DEVICES=$gpu timeout -s INT "$limit" taskset -c "$cpus" python3 -m unilab.cli train \
+  CUDA_VISIBLE_DEVICES=$gpu timeout --preserve-status -s INT "$limit" taskset -c "$cpus" python3 -m unilab.cli train \
     --algo sac --task g1_walk_flat --sim mujoco training.log_dir=/tmp/$tag training.progress=false \
     $args >"/tmp/$tag.log" 2>&1
   rc=$?
@@ -28,11 +28,13 @@ one() {
     echo "[$tag] async failed (rc $rc) after $(( $(date +%s) - t0 )) s; retrying with sync" >>"/tmp/$tag.log"
     rm -rf "/tmp/$tag/sac"
     # shellcheck disable=SC2086
-    CUDA_VISIBLE_DEVICES=$gpu timeout -s INT $(( limit - $(date +%s) + t0 )) taskset -c "$cpus" \
+    CUDA_VISIBLE_DEVICES=$gpu timeout --preserve-status -s INT $(( limit - $(date +%s) + t0 )) taskset -c "$cpus" \
       python3 -m unilab.cli train --algo sac --task g1_walk_flat --sim mujoco training.log_dir=/tmp/$tag \
       training.progress=false ${args//runtime=async/runtime=sync} >>"/tmp/$tag.log" 2>&1
     rc=$?
   fi
+  # --preserve-status: python's own status. 130 with "training stopped by SIGINT" in the log is a
+  # clean stop; 130 without it, or 137, means the process died of the signal (see docs/benchmarks.md).
   echo "[$tag] exit code $rc after $(( $(date +%s) - t0 )) s" >>"/tmp/$tag.log"
   d=$(ls -d /tmp/$tag/sac/g1_walk_flat/*/ | head -1)
   cp "/tmp/$tag.log" "$d/train.log"

@@ -22,6 +22,7 @@ from unilab.train import train
 onnxruntime = pytest.importorskip("onnxruntime")
 
 UNILAB = str(Path(sys.executable).parent / "unilab")
+OBS_DIM = 103  # g1_walk_flat actor: 99 + the 4 gait-clock columns the SAC owner default turns on
 TINY = [
     "algo.num_envs=2", "algo.max_iterations=2", "algo.batch_size=16", "algo.num_updates=1",
     "algo.learning_starts=1", "algo.buffer_size_per_env=8", "sim.nthread=1", "training.device=cpu",
@@ -73,7 +74,7 @@ def test_onnx_matches_the_torch_policy(exported, torch_policy):
 
     # Independently of export()'s own check: a fresh torch policy and onnxruntime on new inputs.
     policy = torch_policy
-    obs = 2.0 * torch.randn(256, 99, generator=torch.Generator().manual_seed(1))
+    obs = 2.0 * torch.randn(256, OBS_DIM, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         want = policy(obs).numpy()
     session = onnxruntime.InferenceSession(str(exported.path), providers=["CPUExecutionProvider"])
@@ -85,7 +86,7 @@ def test_onnx_matches_the_torch_policy(exported, torch_policy):
 
 def test_the_check_catches_a_policy_without_its_normalizer(exported, torch_policy):
     policy = torch_policy
-    obs = 2.0 * torch.randn(64, 99, generator=torch.Generator().manual_seed(2))
+    obs = 2.0 * torch.randn(64, OBS_DIM, generator=torch.Generator().manual_seed(2))
     assert max_abs_diff(exported.path, policy, obs) < DEFAULT_ATOL
     assert max_abs_diff(exported.path, policy.actor.deterministic_action, obs) > 100 * DEFAULT_ATOL
 
@@ -96,10 +97,11 @@ def test_metadata_round_trip(exported):
     assert meta["unilab_policy_schema"] == 1
 
     obs = meta["observation"]
-    assert (obs["input"], obs["group"], obs["dim"]) == ("obs", "actor", 99)
+    assert (obs["input"], obs["group"], obs["dim"]) == ("obs", "actor", OBS_DIM)
     terms = obs["terms"]
     assert [t["name"] for t in terms][:3] == ["base_lin_vel", "base_ang_vel", "projected_gravity"]
-    assert terms[0]["start"] == 0 and terms[-1]["stop"] == 99
+    assert terms[0]["start"] == 0 and terms[-1]["stop"] == OBS_DIM
+    assert [t["name"] for t in terms][-1] == "gait_phase"
     assert all(a["stop"] == b["start"] for a, b in zip(terms, terms[1:]))
     assert all(t["dim"] == t["stop"] - t["start"] > 0 for t in terms)
 

@@ -196,7 +196,7 @@ def test_training_with_symmetry(tmp_path, runtime):
     ckpt = torch.load(run / "model_last.pt", weights_only=False)
     assert ckpt["config"]["algo"]["symmetry"] is True and ckpt["agent"]["num_critic_updates"] > 0
     mean = ckpt["agent"]["obs_normalizers"]["critic.mean"]
-    perm, sign = make_env_mirror_critic()
+    perm, sign = make_env_mirror_critic(G1WalkFlatConfig(**ckpt["config"]["env"]))
     torch.testing.assert_close(mean[perm] * sign, mean, rtol=0, atol=1e-5)  # symmetric statistics
 
 
@@ -215,8 +215,8 @@ def test_two_cpu_ranks_train_identically_with_symmetry(tmp_path):
     assert summary["status"] == "normal_completion" and summary["ranks_identical"] is True
 
 
-def make_env_mirror_critic():
-    e = make_env(G1WalkFlatConfig(), backend_cls=MujocoBackend, num_envs=1, nthread=1)
+def make_env_mirror_critic(cfg: G1WalkFlatConfig):
+    e = make_env(cfg, backend_cls=MujocoBackend, num_envs=1, nthread=1)
     try:
         return e.mirror.obs["critic"]
     finally:

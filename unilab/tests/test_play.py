@@ -63,7 +63,7 @@ def test_play_writes_an_mp4_of_the_configured_size_and_frame_count(run_dir, tmp_
     # Every env step belongs to exactly one reported episode (ended, or cut by the end of play).
     assert int(result.episode_lengths.sum()) == 2 * 20
     assert torch.isfinite(result.episode_returns).all()
-    assert result.observations.shape == (2 * 20, 99)
+    assert result.observations.shape == (2 * 20, 103)  # 99 + 4 gait-clock columns (owner default)
     s = summary(run_dir)
     assert s["video"] == str(out.resolve())
     assert s["play"]["video"]["frames"] == 10 and s["play"]["error"] is None

@@ -109,7 +109,8 @@ class SACConfig:
     mirrored batch (2x batch size, about 2x update cost). Observations are mirrored raw (the
     replay stores them raw) and normalized after; the running observation statistics are
     updated with each observation and its mirror image, so they are symmetric and the mirrored
-    half is normalized like the data it imitates. Default off until measured on the GPU machine."""
+    half is normalized like the data it imitates. Off in code; the g1_walk_flat owner YAML turns it
+    on (it halved the time to mean episode length 900 on the GPU machine, docs/benchmarks.md)."""
 
     # -- Execution --------------------------------------------------------------------------
     device: str = "auto"
