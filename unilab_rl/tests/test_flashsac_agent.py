@@ -45,7 +45,9 @@ def test_compile_mode_auto_follows_the_torch_version():
 def test_registered_as_flashsac():
     spec = get_algorithm("flashsac").item
     assert spec.config_cls is FlashSACConfig
-    assert spec.make_runner is OffPolicyRunner
+    from unilab_rl.algorithms.flashsac.plugin import make_runner
+
+    assert spec.make_runner is make_runner  # OffPolicyRunner or AsyncOffPolicyRunner by cfg.runtime
 
 
 def test_acting_shapes_dtypes_and_bounds(make_env):

@@ -31,6 +31,28 @@ every block index to all K and stores a block once all K filled it.
 One iteration is, as in the synchronous runner, one env step of all envs plus its updates, so
 iteration counts, checkpoints, metrics and ``learning_starts`` mean the same in both runtimes.
 
+Learner interface (:class:`AsyncLearner`): everything the runner and its collectors use from the
+agent, so any learner providing it runs async without changes here (SAC and FlashSAC both do):
+
+- sizes and places: ``num_envs``, ``num_actions``, ``device`` (learner), ``action_low`` /
+  ``action_high`` ((A,) bounds; warm-up actions are
+  :func:`~unilab_rl.algorithms.sac.agent.uniform_actions` in that box, drawn in the collector with
+  its seeded CPU generator: the agent's ``random_actions(n, generator)`` must draw the same);
+- ``cfg`` with ``learning_starts``, ``num_updates``, ``batch_size`` and the runtime keys
+  ``block_steps``, ``num_blocks``, ``sync_weights_every``, ``collector_threads`` and optionally
+  ``num_collectors`` (default 1);
+- ``replay`` with ``obs_dims``, ``capacity`` and ``len()``;
+- ``exploration_policy()``: an ``nn.Module`` mapping raw ``"actor"`` observations (B, Da) float32
+  to collection actions (B, A) float32, sharing the learner's weights. The collector runs a CPU
+  deep copy of it; its floating-point ``state_dict`` entries (:func:`flat_state`: parameters *and*
+  buffers such as normalizer or batch-norm running statistics) are what is broadcast. Any other
+  state it needs (e.g. FlashSAC's held exploration noise) lives in the module and is rebuilt by
+  the copy; it must not hold device tensors across pickling;
+- ``store_steps(obs, actions, rewards, terminated, next_obs, truncated=...)``: T env steps at
+  once, (T, N, ...) tensors, returning the bytes copied;
+- ``update() -> dict[str, float]``: ``cfg.num_updates`` gradient updates;
+- ``iteration``: the iteration counter the runner advances.
+
 Lifecycle: :meth:`AsyncOffPolicyRunner.learn` always stops its collector before returning or
 raising (stop event, join with a timeout, then terminate, then kill) and records the exit code in
 :attr:`AsyncOffPolicyRunner.collector_exitcode` and problems in ``cleanup_errors``. A collector
@@ -54,7 +76,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 import torch.multiprocessing as tmp
@@ -62,9 +84,6 @@ from torch import nn
 
 from unilab_rl.runner import EpisodeLogWindow, LearnSummary, draw_seed, loop_settings
 from unilab_rl.vecenv import VecEnv
-
-if TYPE_CHECKING:
-    from unilab_rl.algorithms.sac.agent import SAC
 
 POLL_S = 0.2
 """Seconds between liveness checks while waiting on a queue or a lock."""
@@ -103,6 +122,65 @@ class CollectorDied(RuntimeError):
         self.iteration = iteration
 
 
+# ----------------------------------------------------------------------------- learner interface
+ASYNC_CONFIG_KEYS = ("learning_starts", "num_updates", "batch_size", "block_steps", "num_blocks",
+                     "sync_weights_every", "collector_threads")
+"""Fields the runner reads from ``learner.cfg`` (``num_collectors`` is optional, default 1)."""
+
+
+@runtime_checkable
+class AsyncLearner(Protocol):
+    """What :class:`AsyncOffPolicyRunner` uses from a learner (see the module docstring).
+
+    Implemented by :class:`~unilab_rl.algorithms.sac.SAC` and
+    :class:`~unilab_rl.algorithms.flashsac.FlashSAC`. Shapes: T steps of a block, N envs, A
+    actions, d an observation group's size, Da the ``"actor"`` group's.
+
+    Attributes:
+        cfg: settings with the fields of :data:`ASYNC_CONFIG_KEYS` (and optionally ``num_collectors``).
+        num_envs: N; num_actions: A; device: the learner's ``torch.device``.
+        action_low, action_high: (A,) float32 bounds of the action box (any device).
+        replay: replay buffer with ``obs_dims`` (group -> d), ``capacity`` and ``__len__``.
+        iteration: iterations completed; the runner increments it.
+    """
+
+    cfg: Any
+    num_envs: int
+    num_actions: int
+    device: torch.device
+    action_low: torch.Tensor
+    action_high: torch.Tensor
+    replay: Any
+    iteration: int
+
+    def exploration_policy(self) -> nn.Module:
+        """Live collection policy sharing the learner's weights: (B, Da) raw float32 -> (B, A) float32."""
+        ...
+
+    def store_steps(self, obs: dict[str, torch.Tensor], actions: torch.Tensor, rewards: torch.Tensor,
+                    terminated: torch.Tensor, next_obs: dict[str, torch.Tensor],
+                    truncated: torch.Tensor | None = None) -> int:
+        """Store T steps: obs/next_obs group -> (T, N, d) float32, actions (T, N, A) float32,
+        rewards (T, N) float32, terminated/truncated (T, N) bool. Returns bytes copied."""
+        ...
+
+    def update(self) -> dict[str, float]:
+        """``cfg.num_updates`` gradient updates; scalar metrics."""
+        ...
+
+
+def missing_async_members(agent: Any) -> list[str]:
+    """Names of :class:`AsyncLearner` members (and ``cfg`` fields, as ``cfg.<name>``) that
+    ``agent`` lacks; empty when it can run in :class:`AsyncOffPolicyRunner`."""
+    names = ["cfg", "num_envs", "num_actions", "device", "action_low", "action_high", "replay", "iteration",
+             "exploration_policy", "store_steps", "update"]
+    missing = [n for n in names if not hasattr(agent, n)]
+    cfg = getattr(agent, "cfg", None)
+    if cfg is not None:
+        missing += [f"cfg.{k}" for k in ASYNC_CONFIG_KEYS if not hasattr(cfg, k)]
+    return missing
+
+
 # ----------------------------------------------------------------------------- shared memory
 class SharedBlocks:
     """A ring of ``num_blocks`` transition blocks in shared memory.
@@ -114,6 +192,8 @@ class SharedBlocks:
     - ``actions``: (num_blocks, block_steps, num_envs, A) float32.
     - ``rewards``: (num_blocks, block_steps, num_envs) float32.
     - ``terminated``: (num_blocks, block_steps, num_envs) bool.
+    - ``truncated``: (num_blocks, block_steps, num_envs) bool (time-outs; FlashSAC's reward scaling
+      ends its running returns on them, SAC ignores them).
 
     Created in the learner and pickled to the collector (torch shares the storage through file
     descriptors: no file or manager process is left behind).
@@ -136,15 +216,16 @@ class SharedBlocks:
         self.actions = torch.zeros(*lead, num_actions).share_memory_()
         self.rewards = torch.zeros(*lead).share_memory_()
         self.terminated = torch.zeros(*lead, dtype=torch.bool).share_memory_()
+        self.truncated = torch.zeros(*lead, dtype=torch.bool).share_memory_()
 
     def block_nbytes(self) -> int:
         """Bytes of one full block."""
-        tensors = [*self.obs.values(), *self.next_obs.values(), self.actions, self.rewards, self.terminated]
-        return sum(t[0].numel() * t.element_size() for t in tensors)
+        return sum(t[0].numel() * t.element_size() for t in self.tensors())
 
     def tensors(self) -> list[torch.Tensor]:
         """Every shared tensor of the ring."""
-        return [*self.obs.values(), *self.next_obs.values(), self.actions, self.rewards, self.terminated]
+        return [*self.obs.values(), *self.next_obs.values(), self.actions, self.rewards, self.terminated,
+                self.truncated]
 
     def pin(self) -> bool:
         """Page-lock the ring for the CUDA driver (``cudaHostRegister``), so block copies to the
@@ -178,9 +259,11 @@ class SharedBlocks:
             except Exception:  # noqa: BLE001
                 pass
 
-    def write(self, block: int, step: int, obs, actions, rewards, terminated, next_obs, env_start: int = 0) -> None:
+    def write(self, block: int, step: int, obs, actions, rewards, terminated, next_obs, env_start: int = 0,
+              truncated: torch.Tensor | None = None) -> None:
         """Copy one env step ((n, ...) tensors as the env returns them) into ``block`` at ``step``,
-        env columns ``env_start : env_start + n`` (a collector's shard; the whole block when n = N)."""
+        env columns ``env_start : env_start + n`` (a collector's shard; the whole block when n = N).
+        ``truncated`` (n,) bool; None writes False."""
         rows = slice(env_start, env_start + rewards.shape[0])
         for g in self.obs_dims:
             self.obs[g][block, step, rows].copy_(obs[g])
@@ -188,6 +271,10 @@ class SharedBlocks:
         self.actions[block, step, rows].copy_(actions)
         self.rewards[block, step, rows].copy_(rewards)
         self.terminated[block, step, rows].copy_(terminated)
+        if truncated is None:
+            self.truncated[block, step, rows] = False
+        else:
+            self.truncated[block, step, rows].copy_(truncated)
 
     def view(self, block: int, steps: int) -> tuple[dict, torch.Tensor, torch.Tensor, torch.Tensor, dict]:
         """(obs, actions, rewards, terminated, next_obs) of the first ``steps`` steps of ``block``,
@@ -199,6 +286,10 @@ class SharedBlocks:
             self.terminated[block, :steps],
             {g: v[block, :steps] for g, v in self.next_obs.items()},
         )
+
+    def view_truncated(self, block: int, steps: int) -> torch.Tensor:
+        """(steps, N) bool time-outs of the first ``steps`` steps of ``block`` (a view)."""
+        return self.truncated[block, :steps]
 
 
 def flat_state(module: nn.Module) -> torch.Tensor:
@@ -366,7 +457,8 @@ def _collector_main(env_fn, policy, blocks: SharedBlocks, weights: SharedWeights
                 next_obs, rewards, terminated, truncated, extras = env.step(actions)
                 if "final_obs" not in extras:
                     raise KeyError("env.step extras lack 'final_obs' (the pre-reset observation), required by VecEnv")
-                blocks.write(block, t, obs, actions, rewards, terminated, extras["final_obs"], spec.env_start)
+                blocks.write(block, t, obs, actions, rewards, terminated, extras["final_obs"], spec.env_start,
+                             truncated)
                 obs = next_obs
                 ep_return += rewards
                 ep_length += 1
@@ -417,10 +509,8 @@ class AsyncOffPolicyRunner:
         env_fn: picklable zero-argument callable building the :class:`VecEnv` in the collector
             (e.g. ``functools.partial(module_level_make_env, config)``); it must build a CPU env
             with ``algo.num_envs`` envs and the observation groups the learner stores.
-        algo: the learner (:class:`~unilab_rl.algorithms.sac.SAC`: ``exploration_policy``,
-            ``store_steps``, ``update``, ``replay``, ``cfg`` with ``block_steps``, ``num_blocks``,
-            ``sync_weights_every``, ``collector_threads``, ``learning_starts``, ``num_updates``,
-            ``batch_size``).
+        algo: the learner, an :class:`AsyncLearner` (:class:`~unilab_rl.algorithms.sac.SAC`,
+            :class:`~unilab_rl.algorithms.flashsac.FlashSAC`).
         log_fn, checkpoint_fn, log_interval, checkpoint_interval, episode_window, seed: as
             :class:`~unilab_rl.runner.OffPolicyRunner`.
         start_timeout_s: seconds the learner waits for the first block (collector start: imports,
@@ -440,12 +530,13 @@ class AsyncOffPolicyRunner:
 
     Raises:
         ValueError: an interval or window out of range.
+        TypeError: ``algo`` lacks a member of :class:`AsyncLearner` (all missing ones are named).
     """
 
     def __init__(
         self,
         env_fn: Callable[[], VecEnv],
-        algo: SAC,
+        algo: AsyncLearner,
         *,
         log_fn: Callable[[int, dict[str, float]], None] | None = None,
         checkpoint_fn: Callable[[int], None] | None = None,
@@ -456,6 +547,9 @@ class AsyncOffPolicyRunner:
         start_timeout_s: float = 300.0,
         env_seed: int | None = None,
     ) -> None:
+        missing = missing_async_members(algo)
+        if missing:
+            raise TypeError(f"{type(algo).__name__} cannot run in the async runtime: it lacks {', '.join(missing)}")
         episode_window = loop_settings(log_interval, checkpoint_interval, episode_window, algo.num_envs)
         self.num_collectors = int(getattr(algo.cfg, "num_collectors", 1))
         if self.num_collectors < 1 or algo.num_envs % self.num_collectors:
@@ -748,7 +842,9 @@ class AsyncOffPolicyRunner:
                     first = False
                 steps = info["steps"]
                 base_rows = len(algo.replay)
-                self.transfer["bytes_to_learner"] += algo.store_steps(*blocks.view(block, steps))
+                self.transfer["bytes_to_learner"] += algo.store_steps(
+                    *blocks.view(block, steps), truncated=blocks.view_truncated(block, steps)
+                )
                 for free_q in free_qs:  # the data is in the replay: the collectors may refill the slot
                     free_q.put(block)
                 t2 = time.perf_counter()
@@ -841,11 +937,42 @@ class AsyncOffPolicyRunner:
         )
 
 
+def make_off_policy_runner(env: VecEnv, agent: Any, *, env_fn: Callable[..., VecEnv] | None = None, **kwargs):
+    """The runner ``agent.cfg.runtime`` asks for (the ``make_runner`` of SAC and FlashSAC).
+
+    Args:
+        env: the vector env (used by the synchronous runner).
+        agent: the learner; ``agent.cfg.runtime`` (``"sync"`` when absent) chooses the runner.
+        env_fn: picklable env factory, required for ``runtime="async"`` (each collector process
+            builds its own env with it).
+        **kwargs: passed to the runner (``log_fn``, ``checkpoint_fn``, intervals, ``seed``;
+            ``env_seed`` only for async).
+
+    Returns:
+        :class:`~unilab_rl.runner.OffPolicyRunner` or :class:`AsyncOffPolicyRunner`.
+
+    Raises:
+        ValueError: ``runtime="async"`` without ``env_fn``.
+        TypeError: ``runtime="async"`` and the agent is no :class:`AsyncLearner`.
+    """
+    if getattr(agent.cfg, "runtime", "sync") == "async":
+        if env_fn is None:
+            raise ValueError("runtime='async' needs env_fn, a picklable factory of the env for the collector process")
+        return AsyncOffPolicyRunner(env_fn, agent, **kwargs)
+    from unilab_rl.runner import OffPolicyRunner
+
+    return OffPolicyRunner(env, agent, **kwargs)
+
+
 __all__ = [
+    "ASYNC_CONFIG_KEYS",
+    "AsyncLearner",
     "AsyncOffPolicyRunner",
     "CollectorDied",
     "SharedBlocks",
     "SharedWeights",
     "flat_state",
     "load_flat_state",
+    "make_off_policy_runner",
+    "missing_async_members",
 ]

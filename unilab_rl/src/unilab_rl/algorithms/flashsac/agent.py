@@ -3,7 +3,19 @@ exploration noise and replay buffer in one object.
 
 The math lives in :mod:`unilab_rl.algorithms.flashsac.update`; this file holds state and wiring.
 The agent interface is SAC's (:class:`unilab_rl.algorithms.sac.SAC`), so
-:class:`unilab_rl.runner.OffPolicyRunner`, ``unilab play`` and ``unilab export`` drive it unchanged.
+:class:`unilab_rl.runner.OffPolicyRunner`, :class:`unilab_rl.async_runtime.AsyncOffPolicyRunner`
+(it is an :class:`~unilab_rl.async_runtime.AsyncLearner`), ``unilab play`` and ``unilab export``
+drive it unchanged.
+
+Async runtime (``cfg.runtime="async"``): the collector runs a CPU copy of
+:meth:`FlashSAC.exploration_policy`. The held exploration noise lives in that copy, on the
+collector's side: it draws k from the truncated Zeta law and fresh Gaussian noise itself (from its
+own seeded RNG) and reuses it for k env steps, exactly as :meth:`FlashSAC.act` does in the sync
+runtime; with several collectors each shard holds its own noise and k. The learner broadcasts the
+actor's floating-point state, batch-norm running statistics included, so the copy acts with the
+learner's normalization (batch norms on running statistics). The reward scaling stays on the
+learner: :meth:`FlashSAC.store_steps` advances it step by step with the time-outs the collector
+recorded.
 """
 
 from __future__ import annotations
@@ -23,6 +35,7 @@ from unilab_rl.algorithms.flashsac.exploration import HeldNoise, RewardScaler
 from unilab_rl.algorithms.flashsac.networks import (
     CategoricalCritic,
     DeterministicPolicy,
+    ExplorationPolicy,
     FlashActor,
     normalize_parameters,
 )
@@ -166,6 +179,16 @@ class FlashSAC:
         u = torch.rand(num, self.num_actions, device=self.device)
         return (self.action_low + (self.action_high - self.action_low) * u).to(self.env_device)
 
+    def exploration_policy(self) -> ExplorationPolicy:
+        """The live collection policy (shares the actor and :attr:`exploration_noise`): raw actor
+        obs (B, Da) float32 -> (B, A) float32 exploration actions on running statistics.
+
+        The async runner sends a CPU copy of it to each collector (the copy holds its own noise)
+        and broadcasts its floating-point state (:func:`unilab_rl.async_runtime.flat_state`: the
+        actor's parameters and batch-norm running statistics).
+        """
+        return ExplorationPolicy(self.actor, self.exploration_noise)
+
     def inference_policy(self) -> DeterministicPolicy:
         """A module mapping raw actor observations (B, Da) to deterministic actions (B, A), with the
         input batch norm on running statistics as the observation normalizer; shares weights."""
@@ -201,6 +224,53 @@ class FlashSAC:
         if self.reward_scaler is not None:
             done = terminated.bool() if truncated is None else terminated.bool() | truncated.bool()
             self.reward_scaler.update(rewards.to(self.device), done.to(self.device))
+
+    @torch.no_grad()
+    def store_steps(
+        self,
+        obs: dict[str, torch.Tensor],
+        actions: torch.Tensor,
+        rewards: torch.Tensor,
+        terminated: torch.Tensor,
+        next_obs: dict[str, torch.Tensor],
+        truncated: torch.Tensor | None = None,
+    ) -> int:
+        """Add T env steps of all N envs at once (the async runner's block): one copy to the
+        learner device per field, one replay write, then the reward scaling advanced step by step
+        (as T :meth:`store` calls would, so both runtimes scale identically).
+
+        Args:
+            obs, next_obs: group -> (T, N, d) float32 (e.g. views of a shared-memory block).
+            actions: (T, N, A) float32; rewards: (T, N) float32; terminated: (T, N) bool.
+            truncated: (T, N) bool time-outs, or ``None`` (only terminations end the running returns).
+
+        Returns:
+            bytes copied from the source tensors.
+
+        Raises:
+            KeyError, ValueError: as :meth:`ReplayBuffer.add`.
+        """
+        steps, n = rewards.shape
+        nbytes = 0
+
+        def flat(t: torch.Tensor) -> torch.Tensor:
+            nonlocal nbytes
+            nbytes += t.numel() * t.element_size()
+            return t.reshape(steps * n, *t.shape[2:]).to(self.device)
+
+        groups = self.replay.obs_dims
+        obs_d = {g: flat(obs[g]) for g in groups}
+        next_d = {g: flat(next_obs[g]) for g in groups}
+        actions_d, rewards_d, terminated_d = flat(actions), flat(rewards), flat(terminated)
+        self.replay.add(obs_d, actions_d, rewards_d, terminated_d, next_d)
+        if self.reward_scaler is not None:
+            done = terminated_d.bool()
+            if truncated is not None:
+                done = done | flat(truncated).bool()
+            for t in range(steps):
+                rows = slice(t * n, (t + 1) * n)
+                self.reward_scaler.update(rewards_d[rows], done[rows])
+        return nbytes
 
     # -- Learning ---------------------------------------------------------------------------
 

@@ -137,6 +137,30 @@ class FlashSACConfig:
     torch >= 2.9, ``"reduce-overhead"`` before, because "reduce-overhead causes 5-10x slowdowns
     after PyTorch 2.8" (algorithms.md 1.2). Not measured on this project's machines yet."""
 
+    # -- Runtime ----------------------------------------------------------------------------
+    runtime: Literal["sync", "async"] = "sync"
+    """``"sync"``: one process alternates collection and learning. ``"async"``: collector processes
+    step the env continuously with a CPU copy of the actor while the learner updates
+    (:class:`unilab_rl.async_runtime.AsyncOffPolicyRunner`, as for SAC); the held exploration noise
+    is drawn and held inside each collector, the batch-norm running statistics travel with the
+    actor weights, the reward scaling stays on the learner. Needs a host-bridge (CPU) env built
+    from a picklable factory. Default ``"sync"`` until measured on the GPU machine."""
+    block_steps: int = 8
+    """Async: env steps per shared-memory block (as :attr:`unilab_rl.algorithms.sac.SACConfig.block_steps`)."""
+    num_blocks: int = 4
+    """Async: blocks in the shared-memory ring (>= 2); the collector runs at most this many blocks
+    ahead of the learner, then waits."""
+    sync_weights_every: int = 8
+    """Async: critic updates between two broadcasts of the actor (weights and batch-norm running
+    statistics) to the collectors."""
+    num_collectors: int = 1
+    """Async: collector processes, each stepping its own shard of ``num_envs / num_collectors``
+    envs (and holding its own exploration noise); ``num_envs`` must be divisible by it."""
+    collector_threads: int = 1
+    """Async: torch intra-op threads of each collector's policy inference."""
+    learner_threads: int = 0
+    """Async: torch intra-op threads of the learner process; 0 = automatic (as for SAC)."""
+
     def __post_init__(self) -> None:
         """Check value ranges.
 
@@ -145,12 +169,23 @@ class FlashSACConfig:
         """
         at_least_one = ("num_envs", "max_iterations", "buffer_size_per_env", "batch_size", "num_updates",
                         "actor_update_period", "actor_num_blocks", "actor_hidden_dim", "critic_num_blocks",
-                        "critic_hidden_dim", "expansion", "zeta_max")
+                        "critic_hidden_dim", "expansion", "zeta_max", "block_steps", "sync_weights_every",
+                        "num_collectors", "collector_threads")
         for name in at_least_one:
             if getattr(self, name) < 1:
                 raise ValueError(f"FlashSACConfig.{name} must be >= 1, got {getattr(self, name)!r}")
-        if self.learning_starts < 0:
-            raise ValueError(f"FlashSACConfig.learning_starts must be >= 0, got {self.learning_starts!r}")
+        for name in ("learning_starts", "learner_threads"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"FlashSACConfig.{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.runtime not in ("sync", "async"):
+            raise ValueError(f"FlashSACConfig.runtime must be 'sync' or 'async', got {self.runtime!r}")
+        if self.num_blocks < 2:
+            raise ValueError(f"FlashSACConfig.num_blocks must be >= 2, got {self.num_blocks!r}")
+        if self.num_collectors >= 1 and self.num_envs % self.num_collectors:
+            raise ValueError(
+                f"FlashSACConfig.num_envs must be divisible by FlashSACConfig.num_collectors, got "
+                f"num_envs={self.num_envs} and num_collectors={self.num_collectors}"
+            )
         if self.num_bins < 2:
             raise ValueError(f"FlashSACConfig.num_bins must be >= 2, got {self.num_bins!r}")
         for name in ("lr", "lr_end", "init_temperature", "target_sigma", "normalized_g_max", "zeta_exponent"):

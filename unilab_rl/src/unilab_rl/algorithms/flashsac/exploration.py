@@ -66,14 +66,24 @@ class HeldNoise:
             return 1
         return int(torch.multinomial(self.pmf, 1, generator=self.generator)) + 1
 
-    def __call__(self, num: int) -> torch.Tensor:
-        """The noise for this env step: (num, A) float32 on ``device``."""
-        if self.noise is None or self.noise.shape[0] != num or self.count >= self.repeat:
-            self.noise = torch.randn(num, self.num_actions, device=self.device)
+    def __call__(self, num: int, device: torch.device | str | None = None) -> torch.Tensor:
+        """The noise for this env step: (num, A) float32 on ``device`` (default: the one given at
+        construction). A change of ``num`` or ``device`` starts a fresh noise."""
+        device = self.device if device is None else torch.device(device)
+        if (self.noise is None or self.noise.shape[0] != num or self.noise.device != device
+                or self.count >= self.repeat):
+            self.noise = torch.randn(num, self.num_actions, device=device)
             self.repeat = self.sample_repeat()
             self.count = 0
         self.count += 1
         return self.noise
+
+    def __getstate__(self) -> dict:
+        """Pickled and deep-copied without the current noise: a copy (e.g. the async collector's,
+        built in another process without the learner's device) starts with a fresh draw."""
+        state = dict(self.__dict__)
+        state |= {"noise": None, "repeat": 0, "count": 0}
+        return state
 
 
 class RewardScaler(nn.Module):

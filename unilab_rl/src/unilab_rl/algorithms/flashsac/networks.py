@@ -329,6 +329,39 @@ class DeterministicPolicy(nn.Module):
         return self.actor.deterministic_action(obs)
 
 
+class ExplorationPolicy(nn.Module):
+    """Collection policy: raw actor observation -> ``squash(mean + std * held_noise)`` on running
+    statistics, as :meth:`FlashSAC.act` does. Shares the actor (and the held noise) it is given.
+
+    The async collector runs a CPU deep copy: its floating-point state (weights *and* the batch
+    norms' running statistics, which are the observation normalizer) is refreshed from the
+    learner's broadcasts, and its copy of the :class:`~unilab_rl.algorithms.flashsac.exploration.HeldNoise`
+    holds the noise on the collector's side (a copy starts without noise; the noise is drawn on
+    the observations' device).
+
+    Args:
+        actor: the :class:`FlashActor`.
+        noise: a :class:`~unilab_rl.algorithms.flashsac.exploration.HeldNoise` (a plain attribute,
+            not module state: it is not broadcast).
+    """
+
+    def __init__(self, actor: FlashActor, noise) -> None:
+        super().__init__()
+        self.actor = actor
+        self.noise = noise
+
+    @torch.no_grad()
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """(B, obs_dim) raw float32 -> (B, A) float32 exploration action in the env's units (the
+        noise is drawn from torch's global RNG of ``obs``'s device)."""
+        return self.actor.explore(obs, self.noise(obs.shape[0], obs.device))
+
+    @torch.no_grad()
+    def deterministic(self, obs: torch.Tensor) -> torch.Tensor:
+        """(B, obs_dim) raw float32 -> (B, A) float32 ``squash(mean)`` on running statistics."""
+        return self.actor.deterministic_action(obs)
+
+
 def normalize_parameters(module: nn.Module) -> None:
     """Apply every unit-norm projection inside ``module`` (after init and each optimizer step)."""
     for m in module.modules():
@@ -337,6 +370,6 @@ def normalize_parameters(module: nn.Module) -> None:
 
 
 __all__ = [
-    "CategoricalCritic", "DeterministicPolicy", "FlashActor", "InvertedResidualBlock", "Trunk",
+    "CategoricalCritic", "DeterministicPolicy", "ExplorationPolicy", "FlashActor", "InvertedResidualBlock", "Trunk",
     "UnitBatchNorm", "UnitLinear", "UnitRMSNorm", "normalize_parameters",
 ]

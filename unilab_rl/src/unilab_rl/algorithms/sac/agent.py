@@ -212,6 +212,7 @@ class SAC:
         rewards: torch.Tensor,
         terminated: torch.Tensor,
         next_obs: dict[str, torch.Tensor],
+        truncated: torch.Tensor | None = None,
     ) -> int:
         """Add T env steps of all N envs at once: one copy to the learner device per field, one
         replay write, then the observation statistics merged step by step (as T :meth:`store`
@@ -220,6 +221,8 @@ class SAC:
         Args:
             obs, next_obs: group -> (T, N, d) float32 (e.g. views of a shared-memory block).
             actions: (T, N, A) float32; rewards, terminated: (T, N) float32 / bool.
+            truncated: (T, N) bool time-outs; unused by SAC (accepted for the async runner's
+                uniform call, :class:`unilab_rl.async_runtime.AsyncLearner`).
 
         Returns:
             bytes copied from the source tensors.

@@ -40,12 +40,6 @@ def make_runner(env, agent, *, env_fn=None, **kwargs):
     Raises:
         ValueError: ``runtime="async"`` without ``env_fn``.
     """
-    if agent.cfg.runtime == "async":
-        if env_fn is None:
-            raise ValueError("runtime='async' needs env_fn, a picklable factory of the env for the collector process")
-        from unilab_rl.async_runtime import AsyncOffPolicyRunner
+    from unilab_rl.async_runtime import make_off_policy_runner
 
-        return AsyncOffPolicyRunner(env_fn, agent, **kwargs)
-    from unilab_rl.runner import OffPolicyRunner
-
-    return OffPolicyRunner(env, agent, **kwargs)
+    return make_off_policy_runner(env, agent, env_fn=env_fn, **kwargs)

@@ -1,0 +1,47 @@
+"""`unilab train --algo flashsac ... algo.runtime=async` on g1_walk_flat with the laptop preset:
+ends normally with updates, a truthful run_summary.json and no process left."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+UNILAB = str(Path(sys.executable).parent / "unilab")
+
+
+def test_cli_flashsac_async_laptop_completes_and_leaves_no_process(tmp_path):
+    # Laptop preset: 32 envs, learning_starts 10, batch 128; 14 iterations = 2 blocks of 8 and 5
+    # iterations with an update. Smaller networks and block size keep it short on 2 cores.
+    cmd = [UNILAB, "train", "--algo", "flashsac", "--task", "g1_walk_flat", "--sim", "mujoco", "--preset", "laptop",
+           "algo.runtime=async", "algo.max_iterations=14", "algo.actor_hidden_dim=32", "algo.critic_hidden_dim=32",
+           "algo.sync_weights_every=1", "sim.nthread=1", "training.device=cpu", "training.progress=false",
+           "training.no_play=true", f"training.log_dir={tmp_path / 'logs'}"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, stderr
+    (run,) = list((tmp_path / "logs" / "flashsac" / "g1_walk_flat").iterdir())
+    summary = json.loads((run / "run_summary.json").read_text())
+    assert summary["status"] == "normal_completion" and summary["iterations"] == 14
+    assert summary["runtime"] == "async"
+    assert summary["collector_exitcode"] == 0 and summary["cleanup_errors"] == []
+    assert summary["transfer"]["blocks"] == 2 and summary["transfer"]["weight_broadcasts"] >= 1
+    config = json.loads((run / "run_config.json").read_text())["config"]["algo"]
+    assert (config["runtime"], config["num_envs"], config["block_steps"]) == ("async", 32, 8)
+    ckpt = torch.load(run / "model_last.pt", weights_only=True)
+    assert ckpt["algo"] == "flashsac" and ckpt["agent"]["num_critic_updates"] >= 5
+    # The whole session (learner, collector, resource tracker) is gone; the tracker may take a
+    # moment after its parent exits.
+    deadline = time.monotonic() + 10
+    while (left := subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True).stdout.strip()):
+        assert time.monotonic() < deadline, f"processes left in the run's session: {left}"
+        time.sleep(0.2)

@@ -1,0 +1,137 @@
+"""FlashSAC in the async runtime: trains through AsyncOffPolicyRunner, stores what the sync runner
+stores (replay and reward scaling), and the collector's actor copy acts like the learner's after a
+weight sync (batch-norm running statistics included)."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import math
+import pickle
+
+import pytest
+import torch
+
+from unilab_rl import AsyncOffPolicyRunner, FlashSAC, FlashSACConfig, OffPolicyRunner
+from unilab_rl.async_runtime import AsyncLearner, SharedWeights, flat_state, missing_async_members
+from unilab_rl.registry import get_algorithm
+from unilab_rl.testing import PointEnv, live_children
+
+# Spawned collectors need a picklable, module-level env factory.
+make_point_env = functools.partial(PointEnv, num_envs=8, max_episode_length=5, seed=3)
+
+SMALL = dict(
+    num_envs=8, max_iterations=12, learning_starts=2, buffer_size_per_env=64, batch_size=32, num_updates=2,
+    actor_hidden_dim=16, critic_hidden_dim=16, actor_num_blocks=1, critic_num_blocks=1, num_bins=21,
+    device="cpu", block_steps=3, num_blocks=2, sync_weights_every=2,
+)
+
+
+def make_flashsac(env, **overrides) -> FlashSAC:
+    return FlashSAC(env, FlashSACConfig(**{**SMALL, "num_envs": env.num_envs, **overrides}))
+
+
+def test_async_config_keys_are_sacs_and_checked():
+    cfg = FlashSACConfig()
+    assert (cfg.runtime, cfg.block_steps, cfg.num_blocks, cfg.sync_weights_every) == ("sync", 8, 4, 8)
+    assert (cfg.num_collectors, cfg.collector_threads, cfg.learner_threads) == (1, 1, 0)
+    for field, value in [("runtime", "threads"), ("num_blocks", 1), ("block_steps", 0), ("sync_weights_every", 0),
+                         ("collector_threads", 0), ("learner_threads", -1)]:
+        with pytest.raises(ValueError, match=f"FlashSACConfig.{field}"):
+            FlashSACConfig(**{field: value})
+    with pytest.raises(ValueError, match="divisible"):
+        FlashSACConfig(num_envs=10, num_collectors=3)
+
+
+def test_make_runner_follows_the_runtime(make_env):
+    make_runner = get_algorithm("flashsac").item.make_runner
+    env = make_env(num_envs=8)
+    assert type(make_runner(env, make_flashsac(env))) is OffPolicyRunner
+    agent = make_flashsac(env, runtime="async")
+    assert isinstance(agent, AsyncLearner) and missing_async_members(agent) == []
+    assert type(make_runner(env, agent, env_fn=make_point_env, env_seed=1)) is AsyncOffPolicyRunner
+    with pytest.raises(ValueError, match="env_fn"):
+        make_runner(env, agent)
+
+
+def test_the_async_runner_names_what_a_learner_lacks(make_env):
+    class NotALearner:
+        cfg = FlashSACConfig()
+        num_envs = 8
+
+    with pytest.raises(TypeError, match="lacks num_actions, device.*exploration_policy, store_steps, update"):
+        AsyncOffPolicyRunner(make_point_env, NotALearner())
+
+
+@pytest.mark.parametrize("num_collectors", [1, 2])
+def test_flashsac_trains_async_and_leaves_no_child(num_collectors):
+    agent = make_flashsac(make_point_env(), runtime="async", num_collectors=num_collectors)
+    logged: list[dict[str, float]] = []
+    runner = AsyncOffPolicyRunner(make_point_env, agent, seed=1, log_fn=lambda it, m: logged.append(m))
+    summary = runner.learn(12)
+
+    assert summary.runtime == "async" and agent.iteration == 12
+    # Updates start at iteration learning_starts - 1, as in the sync runner: 11 iterations x 2 updates.
+    assert summary.updates == 22 == agent.num_critic_updates
+    assert summary.transfer["weight_broadcasts"] == 11 and summary.transfer["blocks"] == 4
+    keys = set().union(*logged)
+    for key in ("Loss/critic", "Loss/actor", "Policy/reward_scale", "Train/mean_reward", "Perf/policy_lag"):
+        assert key in keys, key
+    assert all(math.isfinite(v) for m in logged for v in m.values())
+    assert runner.collector_exitcodes == [0] * num_collectors and runner.cleanup_errors == []
+    assert live_children() == []
+
+
+def test_async_and_sync_store_the_same_replay_and_reward_scale():
+    iterations = 10  # not a multiple of block_steps: the last block is partial; episodes time out at 5
+    sync_env = make_point_env()
+    sync = make_flashsac(sync_env, learning_starts=100, block_steps=4)  # warm-up actions only
+    OffPolicyRunner(sync_env, sync, seed=7).learn(iterations)
+    asyn = make_flashsac(make_point_env(), learning_starts=100, block_steps=4, runtime="async")
+    AsyncOffPolicyRunner(make_point_env, asyn, seed=7).learn(iterations)
+
+    rows = iterations * 8
+    assert len(asyn.replay) == len(sync.replay) == rows
+    for field in ("actions", "rewards", "terminated"):
+        torch.testing.assert_close(getattr(asyn.replay, field)[:rows], getattr(sync.replay, field)[:rows],
+                                   rtol=0, atol=0, msg=field)
+    for group in ("actor", "critic"):
+        torch.testing.assert_close(asyn.replay.obs[group][:rows], sync.replay.obs[group][:rows], rtol=0, atol=0)
+        torch.testing.assert_close(asyn.replay.next_obs[group][:rows], sync.replay.next_obs[group][:rows],
+                                   rtol=0, atol=0)
+    # The time-outs crossed in the block: the running returns restarted where the sync ones did.
+    a, s = asyn.reward_scaler, sync.reward_scaler
+    torch.testing.assert_close(a.returns, s.returns)
+    torch.testing.assert_close(a.return_abs_max, s.return_abs_max)
+    torch.testing.assert_close(a.return_stats.var, s.return_stats.var)
+    torch.testing.assert_close(a.scale(), s.scale())
+
+
+def test_the_collector_copy_acts_like_the_learner_after_a_weight_sync():
+    env = make_point_env()
+    agent = make_flashsac(env, runtime="async")
+    live = agent.exploration_policy()
+    obs = torch.linspace(-2.0, 2.0, 16).unsqueeze(-1)  # (16, 1) raw actor observations
+    agent.act(obs)  # the learner's held noise now holds a draw: the copy must not inherit it
+    # What the runner hands each collector: a CPU deep copy, pickled into the spawned process.
+    collector = pickle.loads(pickle.dumps(copy.deepcopy(live).to("cpu")))
+    assert collector.noise.noise is None and collector.noise.count == 0
+    weights = SharedWeights(flat_state(live).numel(), torch.multiprocessing.get_context("spawn"))
+
+    OffPolicyRunner(env, agent, seed=0).learn(6)  # updates move the weights and the batch-norm statistics
+    norm = agent.actor.trunk.input_norm
+    assert not torch.allclose(norm.running_mean, collector.actor.trunk.input_norm.running_mean)
+    assert not torch.allclose(collector.deterministic(obs), agent.act(obs, deterministic=True))
+
+    weights.publish(flat_state(live))
+    assert weights.pull(collector, 0) == 1
+    for name, value in agent.actor.state_dict().items():  # running statistics included
+        torch.testing.assert_close(collector.actor.state_dict()[name], value, rtol=0, atol=0, msg=name)
+    torch.testing.assert_close(collector.deterministic(obs), agent.act(obs, deterministic=True), rtol=0, atol=0)
+    # Exploration: the collector holds its own noise for k steps and acts as the learner would with it.
+    first = collector(obs)
+    held = collector.noise.noise.clone()
+    torch.testing.assert_close(first, agent.actor.explore(obs, held), rtol=0, atol=0)
+    for _ in range(collector.noise.repeat - 1):
+        torch.testing.assert_close(collector(obs), first, rtol=0, atol=0)
+    assert not torch.equal(collector(obs), first)  # k used up: fresh noise
