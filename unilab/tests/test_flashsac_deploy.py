@@ -19,6 +19,7 @@ from unilab.train import train
 onnxruntime = pytest.importorskip("onnxruntime")
 
 UNILAB = str(Path(sys.executable).parent / "unilab")
+OBS_DIM = 103  # g1_walk_flat actor: 99 + the 4 gait-clock columns the owner YAML turns on
 TINY = [
     "algo.num_envs=2", "algo.max_iterations=3", "algo.batch_size=16", "algo.num_updates=1",
     "algo.learning_starts=1", "algo.buffer_size_per_env=8", "algo.actor_hidden_dim=32",
@@ -54,8 +55,8 @@ def run_dir(tmp_path_factory) -> Path:
     assert ckpt["agent"]["num_critic_updates"] >= 2
     gen = torch.Generator().manual_seed(0)
     actor = ckpt["agent"]["actor"]
-    actor["trunk.input_norm.running_mean"] = torch.randn(99, generator=gen)
-    actor["trunk.input_norm.running_var"] = torch.rand(99, generator=gen) * 4 + 0.1
+    actor["trunk.input_norm.running_mean"] = torch.randn(OBS_DIM, generator=gen)
+    actor["trunk.input_norm.running_var"] = torch.rand(OBS_DIM, generator=gen) * 4 + 0.1
     torch.save(ckpt, path)
     return run
 
@@ -75,7 +76,7 @@ def test_export_matches_the_torch_policy_with_the_batch_norm_folded_in(run_dir):
     finally:
         env.close()
     assert group == "actor" and not policy.training
-    obs = 2.0 * torch.randn(64, 99, generator=torch.Generator().manual_seed(1))
+    obs = 2.0 * torch.randn(64, OBS_DIM, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         actions = policy(obs)
     assert actions.shape == (64, 29) and actions.std(0).mean() > 1e-2
@@ -92,4 +93,4 @@ def test_play_rolls_out_the_flashsac_policy(run_dir):
     result = play(str(run_dir), num_envs=2, steps=10, record_video=False)
     assert int(result.episode_lengths.sum()) == 2 * 10
     assert torch.isfinite(result.episode_returns).all()
-    assert result.observations.shape == (2 * 10, 99)
+    assert result.observations.shape == (2 * 10, OBS_DIM)
