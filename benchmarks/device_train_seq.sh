@@ -28,6 +28,9 @@ for args in "$@"; do
   d=$(ls -d /tmp/run$n/"$algo"/g1_walk_flat/*/ 2>/dev/null | head -1)
   [ -n "$d" ] || { cp "/tmp/run$n.log" "$out/$n.log"; continue; }
   cp "/tmp/run$n.log" "$d/train.log"
+  # The last checkpoint's policy as ONNX (about 1 MB, checkpoints stay behind): enough to roll the
+  # policy out again on another machine (a run stopped by a signal exports no policy of its own).
+  [ -f "$d/policy.onnx" ] || python3 -m unilab.cli export "$d" >>"$d/train.log" 2>&1 || true
   rm -f "$d"/model_*.pt
   python3 - "$d/run_summary.json" "$n" <<'PY'
 import json, sys

@@ -41,6 +41,9 @@ one() {
   echo "[$tag] exit code $rc after $(( $(date +%s) - t0 )) s" >>"/tmp/$tag.log"
   d=$(ls -d /tmp/$tag/"$algo"/g1_walk_flat/*/ | head -1)
   cp "/tmp/$tag.log" "$d/train.log"
+  # The last checkpoint's policy as ONNX (about 1 MB, checkpoints stay behind): enough to roll the
+  # policy out again on another machine (a run stopped by a signal exports no policy of its own).
+  [ -f "$d/policy.onnx" ] || python3 -m unilab.cli export "$d" >>"$d/train.log" 2>&1 || true
   rm -f "$d"/model_*.pt
   tar czf "$out/$tag.tgz" -C "$d" .
 }
