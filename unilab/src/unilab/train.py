@@ -164,6 +164,14 @@ def _check_schedule(algo_cfg: Any) -> None:
             f"start once the buffer holds learning_starts transitions per env, so this run would "
             f"never update; set algo.buffer_size_per_env>={starts} or algo.learning_starts<={size}"
         )
+    iterations = getattr(algo_cfg, "max_iterations", None)
+    if isinstance(iterations, int) and isinstance(starts, int) and iterations <= starts:
+        # Allowed (measuring collection alone), but a smoke run that never learns should say so.
+        log.warning(
+            "algo.max_iterations=%d <= algo.learning_starts=%d: this run only collects (the first "
+            "update comes after learning_starts iterations); the policy it saves is untrained",
+            iterations, starts,
+        )
 
 
 def _check_log_dir(log_dir: str) -> None:
@@ -708,11 +716,14 @@ class _Progress:
         self._p.start()
 
     def update(self, iteration: int, metrics: dict[str, float], stats: dict[str, Any] | None = None) -> None:
-        info = "reward {:.2f}  ep len {:.0f}  {:.0f} steps/s".format(
-            metrics.get("Train/mean_reward", float("nan")),
-            metrics.get("Train/mean_episode_length", float("nan")),
-            metrics.get("Perf/total_fps", float("nan")),
-        )
+        stats = stats or {}
+        reward, length = stats.get("final_mean_reward"), stats.get("mean_episode_length")
+        fps = metrics.get("Perf/total_fps")
+        info = "reward {}  ep len {}  {} steps/s".format(
+            "-" if reward is None else f"{reward:.2f}",
+            "-" if length is None else f"{length:.0f}",
+            "-" if fps is None else f"{fps:.0f}",
+        )  # "-" until the first episode ends, as in the plain lines
         self._p.update(self._task, completed=iteration, info=info)
 
     def close(self) -> None:
@@ -724,7 +735,8 @@ class _LineProgress:
     first iteration, then one whenever ``every_s`` seconds have passed, and one at the end.
 
     A line: ``train 120/1000 (12%): 2048 env steps/s, mean reward 1.234, mean episode length
-    245.0, 60 s elapsed``. Env steps/s is measured since the previous line; the reward and
+    245.0, 60 s elapsed``. Env steps/s is measured since the previous line (since the start when
+    that was less than a second ago); the reward and
     episode length are the latest the learner reported (``-`` before the first episode ended).
     """
 
@@ -739,7 +751,12 @@ class _LineProgress:
         if not (iteration == 1 or iteration >= self._total or now - self._last_t >= self._every_s):
             return
         stats = stats or {}
-        rate = (iteration - self._last_iteration) * self._num_envs / max(now - self._last_t, 1e-9)
+        # The async learner takes a block of iterations at once: over less than a second the
+        # interval rate is meaningless (it printed millions), so short intervals use the run's average.
+        if now - self._last_t >= 1.0:
+            rate = (iteration - self._last_iteration) * self._num_envs / (now - self._last_t)
+        else:
+            rate = iteration * self._num_envs / max(now - self._t0, 1e-9)
         reward, length = stats.get("final_mean_reward"), stats.get("mean_episode_length")
         line = (
             f"train {iteration}/{self._total} ({100 * iteration // max(self._total, 1)}%): "

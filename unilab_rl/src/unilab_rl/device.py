@@ -67,7 +67,7 @@ def resolve_device(name: str | torch.device | None = "auto") -> torch.device:
                 return torch.device(device_type, 0) if device_type != "mps" else torch.device("mps")
         logger.warning(
             "No accelerator (cuda, xpu, mps) found: the learner runs on the CPU, so learning will "
-            "be slow. Pass a device explicitly to silence this warning."
+            "be slow. Name a device (training.device=cpu on the unilab command line) to silence this warning."
         )
         return torch.device("cpu")
 
