@@ -8,7 +8,10 @@ Uses the ``g1_walk_flat`` task with the ``laptop`` preset's algo settings (``--p
 ``--set key=value`` to override, as ``unilab train``), no run directory. Four measurements, one after
 the other in this process:
 
-* ``physics``: ``env.step`` with uniform random actions, no learner: the ceiling.
+* ``backend``: ``MujocoBackend.step`` alone (mjbatch_uni, decimation 4, the reset pose's joint
+  targets held, no env code, no resets) with the async runtime's physics threads: issue 4's
+  physics-only denominator, same nworld and threads, same run.
+* ``physics``: ``env.step`` with uniform random actions, no learner: the env's ceiling.
 * ``inference``: one actor forward (sampled action, normalizer included) for ``num_envs`` rows on
   the collector's CPU with ``--collector-threads`` torch threads, and on the learner device
   including the host->device and device->host copies: where acting is cheaper.
@@ -58,7 +61,7 @@ def main() -> None:
                         help="async collector processes, a comma-separated list runs each (e.g. 1,2,4)")
     parser.add_argument("--preset", default="laptop")
     parser.add_argument("--set", action="append", default=[], help="extra key=value override (repeatable)")
-    parser.add_argument("--skip", action="append", default=[], choices=["physics", "inference", "sync", "async"])
+    parser.add_argument("--skip", action="append", default=[], choices=["backend", "physics", "inference", "sync", "async"])
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args()
     collector_counts = [int(k) for k in str(args.num_collectors).split(",") if k.strip()]
@@ -89,11 +92,11 @@ def main() -> None:
         )
 
     default_threads = torch.get_num_threads()
-    runs = [(r, 1) for r in ("physics", "inference", "sync") if r not in args.skip]
+    runs = [(r, 1) for r in ("backend", "physics", "inference", "sync") if r not in args.skip]
     if "async" not in args.skip:
         runs += [("async" if k == 1 else f"async_k{k}", k) for k in collector_counts]
     for key, num_collectors in runs:
-        runtime = "async" if key.startswith("async") else key
+        runtime = "async" if key.startswith("async") or key == "backend" else key
         seed_everything(cfg.training.seed)
         algo_cfg = _algo_config(algo_reg, cfg.model_copy(update={"algo": cfg.algo.model_copy(
             update={"runtime": "async" if runtime == "async" else "sync", "num_collectors": num_collectors})}))
@@ -108,7 +111,12 @@ def main() -> None:
         env = env_fn(threads["physics"])()
         try:
             agent = algo_reg.item.make_agent(env, algo_cfg, device)
-            if runtime == "physics":
+            if key == "backend":  # the async split's physics threads, as the training run uses
+                env.reset()
+                ctrl = env.robot.joint_pos.clone()
+                dt = _time(lambda: env.backend.step(ctrl, env.cfg.decimation), args.iterations)
+                results["backend"] = {"env_steps_per_s": args.num_envs / dt, "threads": threads}
+            elif runtime == "physics":
                 env.reset()
                 gen = torch.Generator().manual_seed(0)
                 step = lambda: env.step(agent.random_actions(env.num_envs, gen))  # noqa: E731
@@ -159,12 +167,19 @@ def main() -> None:
         print(key, json.dumps(results[key], default=str), flush=True)
 
     print()
-    print(f"{'':10s} {'env steps/s':>12s} {'steady':>10s}")
-    for key in ("physics", "sync", *(k for k, _ in runs if k.startswith("async"))):
+    print(f"{'':10s} {'env steps/s':>12s} {'steady':>10s}  physics threads")
+    for key in ("backend", "physics", "sync", *(k for k, _ in runs if k.startswith("async"))):
         if key in results:
             r = results[key]
             steady = r.get("steady_env_steps_per_s")
-            print(f"{key:10s} {r['env_steps_per_s']:12.1f} {'' if steady is None else f'{steady:10.1f}'}")
+            print(f"{key:10s} {r['env_steps_per_s']:12.1f} {'' if steady is None else f'{steady:10.1f}':>10s}  "
+                  f"{r['threads']['physics']}")
+    if "backend" in results:
+        for key in (k for k, _ in runs if k.startswith("async") or k == "sync"):
+            if key in results and results[key].get("steady_env_steps_per_s"):
+                print(f"{key}: steady / backend alone = "
+                      f"{results[key]['steady_env_steps_per_s'] / results['backend']['env_steps_per_s']:.3f} "
+                      f"(issue 4 target >= 0.85)")
     if "inference" in results:
         r = results["inference"]
         print(f"policy inference at {args.num_envs} envs: collector CPU ({r['collector_threads']} thread) "
