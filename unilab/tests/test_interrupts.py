@@ -1,6 +1,8 @@
 """SIGINT/SIGTERM during training: held until a safe point, a second signal stops at once."""
 
 import signal
+import subprocess
+import sys
 
 import pytest
 
@@ -36,3 +38,46 @@ def test_signals_while_closing_are_ignored():
         with interrupts.deferred():
             pass
     assert interrupts.pending is None and not interrupts.raised
+
+
+# A child process: our handlers, then native code taking SIGINT over the way LLVM inside Triton
+# does on each in-process compile (the same C handler, now with SA_RESETHAND | SA_NODEFER: the
+# disposition is SIG_DFL while it runs), then one iteration's bookkeeping, then SIGINT twice in a
+# row as GNU timeout sends it (to the process, then to its group).
+_TAKEOVER_CHILD = r"""
+import ctypes, os, signal, sys
+from unilab.train import TrainingInterrupted, _Interrupts
+
+class Sigaction(ctypes.Structure):  # glibc's struct sigaction
+    _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_ulong * 16),
+                ("flags", ctypes.c_int), ("restorer", ctypes.c_void_p)]
+
+libc = ctypes.CDLL(None, use_errno=True)
+interrupts = _Interrupts()
+with interrupts.installed():
+    action = Sigaction()
+    assert libc.sigaction(signal.SIGINT, None, ctypes.byref(action)) == 0
+    action.flags |= 0x80000000 | 0x40000000  # SA_RESETHAND | SA_NODEFER
+    assert libc.sigaction(signal.SIGINT, ctypes.byref(action), None) == 0
+    with interrupts.deferred():
+        pass
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # the handler runs between bytecodes
+            pass
+    except TrainingInterrupted as exc:
+        print("stopped by", exc)
+        sys.exit(0)
+print("not stopped")
+sys.exit(1)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's struct sigaction")
+def test_handlers_taken_over_by_native_code_are_installed_again():
+    """Without the re-install at each deferred block the second SIGINT hits SIG_DFL: the process
+    dies of SIGINT (returncode -2), printing nothing, as three GPU runs did under `timeout -s INT`."""
+    proc = subprocess.run([sys.executable, "-c", _TAKEOVER_CHILD], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
+    assert "stopped by SIGINT" in proc.stdout

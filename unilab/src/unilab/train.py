@@ -13,6 +13,7 @@ import os
 import random
 import signal
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,6 +47,9 @@ class TrainingInterrupted(BaseException):
         self.signum = signum
 
 
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
 class _Interrupts:
     """SIGINT/SIGTERM handling of a training run.
 
@@ -57,6 +61,15 @@ class _Interrupts:
     final summary. A second signal before that safe point (the loop is stuck, e.g. compiling)
     raises at once, outside a deferred block. Any signal once :attr:`closing` is set (final
     checkpoint and summary) is ignored, so the shutdown is never cut short.
+
+    Native code can take the handlers over behind Python's back: LLVM inside Triton (each
+    in-process Triton compile of torch.compile on CUDA) installs its own SIGINT/SIGTERM handler
+    with SA_RESETHAND | SA_NODEFER, which restores the previous one and re-raises. Python still
+    reports our handler, but while LLVM's runs the disposition is SIG_DFL, so a second signal a
+    few microseconds after the first (GNU ``timeout`` signals the process, then its whole group)
+    kills the process at once: no message, no final checkpoint, a summary left at "running".
+    :meth:`deferred` therefore installs the handlers again at the start of each block (each
+    iteration's bookkeeping, just after the iteration's compiles); two signal(2) calls.
     """
 
     def __init__(self) -> None:
@@ -64,6 +77,7 @@ class _Interrupts:
         self.raised = False
         self.closing = False
         self._depth = 0
+        self._installed = False
 
     def handler(self, signum, frame) -> None:  # noqa: ARG002
         if self.raised or self.closing:
@@ -79,8 +93,16 @@ class _Interrupts:
         self.raised = True
         raise TrainingInterrupted(self.pending)
 
+    def reinstall(self) -> None:
+        """Install the handlers again (undoes a takeover by native code, see the class docs)."""
+        if self._installed and threading.current_thread() is threading.main_thread():
+            for s in _SIGNALS:
+                signal.signal(s, self.handler)
+
     @contextmanager
     def deferred(self) -> Iterator[None]:
+        if not self._depth:
+            self.reinstall()
         self._depth += 1
         try:
             yield
@@ -92,10 +114,12 @@ class _Interrupts:
 
     @contextmanager
     def installed(self) -> Iterator[None]:
-        previous = {s: signal.signal(s, self.handler) for s in (signal.SIGINT, signal.SIGTERM)}
+        previous = {s: signal.signal(s, self.handler) for s in _SIGNALS}
+        self._installed = True
         try:
             yield
         finally:
+            self._installed = False
             for s, h in previous.items():
                 signal.signal(s, h)
 
