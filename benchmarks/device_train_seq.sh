@@ -19,7 +19,7 @@ for args in "$@"; do
   echo "== run $n: --algo $algo $args (limit $limit s)"
   t0=$(date +%s)
   # shellcheck disable=SC2086
-  timeout --preserve-status -s INT -k 60 "$limit" python3 -m unilab.cli train --algo "$algo" --task g1_walk_flat --sim mujoco \
+  timeout --foreground --preserve-status -s INT -k 60 "$limit" python3 -m unilab.cli train --algo "$algo" --task g1_walk_flat --sim mujoco \
     training.log_dir=/tmp/run$n training.progress=false training.no_play=true $args >"/tmp/run$n.log" 2>&1
   # --preserve-status: python's own status. 130 with "training stopped by SIGINT" in the log is a
   # clean stop; 130 without it, or 137, means the process died of the signal (see docs/benchmarks.md).

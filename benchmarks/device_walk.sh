@@ -23,7 +23,7 @@ one() {
   if [[ "$args" == algo=* ]]; then algo=${args%% *}; algo=${algo#algo=}; args=${args#"algo=$algo"}; fi
   t0=$(date +%s)
   # shellcheck disable=SC2086
-  CUDA_VISIBLE_DEVICES=$gpu timeout --preserve-status -s INT "$limit" taskset -c "$cpus" python3 -m unilab.cli train \
+  CUDA_VISIBLE_DEVICES=$gpu timeout --foreground --preserve-status -s INT "$limit" taskset -c "$cpus" python3 -m unilab.cli train \
     --algo "$algo" --task g1_walk_flat --sim mujoco training.log_dir=/tmp/$tag training.progress=false \
     $args >"/tmp/$tag.log" 2>&1
   rc=$?
@@ -31,7 +31,7 @@ one() {
     echo "[$tag] async failed (rc $rc) after $(( $(date +%s) - t0 )) s; retrying with sync" >>"/tmp/$tag.log"
     rm -rf "/tmp/$tag/$algo"
     # shellcheck disable=SC2086
-    CUDA_VISIBLE_DEVICES=$gpu timeout --preserve-status -s INT $(( limit - $(date +%s) + t0 )) taskset -c "$cpus" \
+    CUDA_VISIBLE_DEVICES=$gpu timeout --foreground --preserve-status -s INT $(( limit - $(date +%s) + t0 )) taskset -c "$cpus" \
       python3 -m unilab.cli train --algo "$algo" --task g1_walk_flat --sim mujoco training.log_dir=/tmp/$tag \
       training.progress=false ${args//runtime=async/runtime=sync} >>"/tmp/$tag.log" 2>&1
     rc=$?

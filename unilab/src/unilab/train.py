@@ -55,10 +55,8 @@ class _Interrupts:
 
     The first signal is held and raised as :class:`TrainingInterrupted` at the next safe point:
     the end of a :meth:`deferred` block, which wraps each iteration's bookkeeping (metric writes,
-    checkpoint saves), so the loop stops between iterations. Raising from the handler itself, at
-    whatever bytecode the main thread was running, could land inside torch.compile's frame
-    evaluation or CUDA-graph bookkeeping; two GPU runs stopped that way died without writing their
-    final summary. A second signal before that safe point (the loop is stuck, e.g. compiling)
+    checkpoint saves), so the loop stops between iterations rather than wherever the main thread
+    was (inside torch.compile's frame evaluation or CUDA-graph bookkeeping, say). A second signal before that safe point (the loop is stuck, e.g. compiling)
     raises at once, outside a deferred block. Any signal once :attr:`closing` is set (final
     checkpoint and summary) is ignored, so the shutdown is never cut short.
 
