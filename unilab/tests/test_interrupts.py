@@ -23,11 +23,23 @@ def test_first_signal_waits_for_the_end_of_the_iteration():
 
 def test_a_second_signal_outside_a_write_raises_at_once():
     interrupts = _Interrupts()
+    interrupts.duplicate_window_s = 0.0
     with interrupts.installed():
         signal.raise_signal(signal.SIGTERM)  # held: no safe point yet
         with pytest.raises(TrainingInterrupted) as info:
             signal.raise_signal(signal.SIGINT)
     assert info.value.signum == signal.SIGTERM  # the first signal decides the status
+
+
+def test_the_group_copy_of_the_first_signal_does_not_stop_at_once():
+    interrupts = _Interrupts()  # timeout and Ctrl-C signal the process and then its group
+    with interrupts.installed():
+        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)  # within duplicate_window_s: the same request
+        assert not interrupts.raised
+        with pytest.raises(TrainingInterrupted):
+            with interrupts.deferred():
+                pass
 
 
 def test_signals_while_closing_are_ignored():
@@ -65,6 +77,8 @@ with interrupts.installed():
         os.kill(os.getpid(), signal.SIGINT)
         os.kill(os.getpid(), signal.SIGINT)
         for _ in range(1000):  # the handler runs between bytecodes
+            pass
+        with interrupts.deferred():  # the next iteration's safe point
             pass
     except TrainingInterrupted as exc:
         print("stopped by", exc)

@@ -56,8 +56,9 @@ class _Interrupts:
     The first signal is held and raised as :class:`TrainingInterrupted` at the next safe point:
     the end of a :meth:`deferred` block, which wraps each iteration's bookkeeping (metric writes,
     checkpoint saves), so the loop stops between iterations rather than wherever the main thread
-    was (inside torch.compile's frame evaluation or CUDA-graph bookkeeping, say). A second signal before that safe point (the loop is stuck, e.g. compiling)
-    raises at once, outside a deferred block. Any signal once :attr:`closing` is set (final
+    was (inside torch.compile's frame evaluation or CUDA-graph bookkeeping, say). A second signal
+    before that safe point (the loop is stuck, e.g. compiling), sent at least
+    :attr:`duplicate_window_s` after the first, raises at once, outside a deferred block. Any signal once :attr:`closing` is set (final
     checkpoint and summary) is ignored, so the shutdown is never cut short.
 
     Native code can take the handlers over behind Python's back: LLVM inside Triton (each
@@ -76,6 +77,11 @@ class _Interrupts:
         self.closing = False
         self._depth = 0
         self._installed = False
+        self._first_at = 0.0
+
+    duplicate_window_s = 0.5
+    """A repeat within this many seconds of the first signal is the same request (GNU ``timeout``
+    and a terminal's Ctrl-C signal the process and its group), not a second one."""
 
     def handler(self, signum, frame) -> None:  # noqa: ARG002
         if self.raised or self.closing:
@@ -83,9 +89,12 @@ class _Interrupts:
             return
         if self.pending is None:
             self.pending = signum
+            self._first_at = time.monotonic()
             log.warning("%s: stopping after this iteration (send it again to stop at once)",
                         signal.Signals(signum).name)
             return
+        if time.monotonic() - self._first_at < self.duplicate_window_s:
+            return  # the group copy of the first signal
         if self._depth:
             return  # inside a write: the block's end raises
         self.raised = True
