@@ -4,6 +4,7 @@
     unilab play latest            # roll out the last checkpoint, print returns, write an mp4
     unilab export latest          # policy.onnx with metadata, verified against torch
     unilab plugins
+    unilab config --algo sac --task g1_walk_flat --preset laptop   # every key, resolved, as YAML
     unilab motion import clip.csv --out clip.npz     # LAFAN1-style CSV (30 fps) -> npz (50 fps)
     unilab motion inspect clip.npz
 
@@ -206,6 +207,33 @@ def export(
         typer.echo(line)
     if not result.verified:
         raise typer.Exit(1)
+
+
+@app.command("config", context_settings={"allow_extra_args": False})
+def show_config(
+    algo: str = typer.Option(..., "--algo", help="learning algorithm (see `unilab plugins`)"),
+    task: str = typer.Option(..., "--task", help="task (see `unilab plugins`)"),
+    sim: str = typer.Option("mujoco", "--sim", help="simulator backend (see `unilab plugins`)"),
+    preset: Optional[str] = typer.Option(None, "--preset", help="owner preset, e.g. 'laptop'"),
+    overrides: Optional[List[str]] = typer.Argument(None, help="key.sub=value overrides, as for train"),
+) -> None:
+    """Print the resolved config of a train command (YAML, every key) and the task's presets.
+
+    Takes the arguments of ``unilab train``, builds nothing, writes nothing: code defaults, the
+    owner YAML, the preset and the overrides, checked as train checks them.
+    """
+    import yaml
+
+    from unilab.train import UserError, prepare
+
+    try:
+        _, task_reg, _, cfg = prepare(algo, task, sim, overrides or [], preset)
+    except UserError as exc:
+        _fail(str(exc))
+    typer.echo(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False).rstrip())
+    folder = task_reg.item.owner_configs
+    presets = sorted(p.name.split(".")[1] for p in folder.glob(f"{algo}_{sim}.*.yaml")) if folder else []
+    typer.echo(f"# presets of --algo {algo} --task {task} --sim {sim}: {', '.join(presets) or '(none)'}")
 
 
 @app.command()
