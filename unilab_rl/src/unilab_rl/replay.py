@@ -181,6 +181,25 @@ class ReplayBuffer:
 
 
 @torch.no_grad()
+def block_rows(block: dict, device: torch.device | str) -> tuple[dict, int]:
+    """The async runner's block as replay rows: every (T, N, ...) tensor of ``block`` (values may
+    be tensors or dicts of tensors, e.g. ``{"obs": {group: t}, "actions": t}``) reshaped to
+    (T * N, ...) and copied to ``device``, one copy per tensor, row ``t * N + i`` = step t, env i.
+
+    Returns:
+        (the same nesting with the rows, bytes read from the source tensors)
+    """
+    nbytes = 0
+
+    def rows(t: torch.Tensor) -> torch.Tensor:
+        nonlocal nbytes
+        nbytes += t.numel() * t.element_size()
+        return t.reshape(-1, *t.shape[2:]).to(device)
+
+    out = {k: {g: rows(t) for g, t in v.items()} if isinstance(v, dict) else rows(v) for k, v in block.items()}
+    return out, nbytes
+
+
 def mirror_half(batch: Batch, mirror: "Mirror") -> Batch:
     """Replace rows ``B // 2`` to ``B`` of ``batch`` by their left/right mirror image, in place
     (symmetry augmentation at constant batch size).
@@ -213,4 +232,4 @@ def mirror_half(batch: Batch, mirror: "Mirror") -> Batch:
     return batch
 
 
-__all__ = ["Batch", "ReplayBuffer", "mirror_half"]
+__all__ = ["Batch", "ReplayBuffer", "block_rows", "mirror_half"]

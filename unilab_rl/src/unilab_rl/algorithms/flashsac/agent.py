@@ -40,7 +40,7 @@ from unilab_rl.algorithms.flashsac.networks import (
     normalize_parameters,
 )
 from unilab_rl.device import resolve_device
-from unilab_rl.replay import ReplayBuffer, mirror_half
+from unilab_rl.replay import ReplayBuffer, block_rows, mirror_half
 from unilab_rl.vecenv import Mirror, VecEnv, learner_mirror, learner_spaces
 
 logger = logging.getLogger(__name__)
@@ -251,22 +251,18 @@ class FlashSAC:
             KeyError, ValueError: as :meth:`ReplayBuffer.add`.
         """
         steps, n = rewards.shape
-        nbytes = 0
-
-        def flat(t: torch.Tensor) -> torch.Tensor:
-            nonlocal nbytes
-            nbytes += t.numel() * t.element_size()
-            return t.reshape(steps * n, *t.shape[2:]).to(self.device)
-
         groups = self.replay.obs_dims
-        obs_d = {g: flat(obs[g]) for g in groups}
-        next_d = {g: flat(next_obs[g]) for g in groups}
-        actions_d, rewards_d, terminated_d = flat(actions), flat(rewards), flat(terminated)
-        self.replay.add(obs_d, actions_d, rewards_d, terminated_d, next_d)
+        block = {"obs": {g: obs[g] for g in groups}, "next_obs": {g: next_obs[g] for g in groups},
+                 "actions": actions, "rewards": rewards, "terminated": terminated}
+        if self.reward_scaler is not None and truncated is not None:
+            block["truncated"] = truncated
+        d, nbytes = block_rows(block, self.device)
+        rewards_d, terminated_d = d["rewards"], d["terminated"]
+        self.replay.add(d["obs"], d["actions"], rewards_d, terminated_d, d["next_obs"])
         if self.reward_scaler is not None:
             done = terminated_d.bool()
             if truncated is not None:
-                done = done | flat(truncated).bool()
+                done = done | d["truncated"].bool()
             for t in range(steps):
                 rows = slice(t * n, (t + 1) * n)
                 self.reward_scaler.update(rewards_d[rows], done[rows])

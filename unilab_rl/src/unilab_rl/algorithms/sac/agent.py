@@ -20,7 +20,7 @@ from unilab_rl.algorithms.sac.config import SACConfig
 from unilab_rl.algorithms.sac.networks import Actor, Critic, DeterministicPolicy, ExplorationPolicy
 from unilab_rl.device import resolve_device
 from unilab_rl.normalizer import RunningMeanStd, batch_moments
-from unilab_rl.replay import Batch, ReplayBuffer, mirror_half
+from unilab_rl.replay import Batch, ReplayBuffer, block_rows, mirror_half
 from unilab_rl.vecenv import Mirror, VecEnv, apply_mirror, learner_mirror, learner_spaces
 
 logger = logging.getLogger(__name__)
@@ -232,16 +232,10 @@ class SAC:
         """
         steps, n = rewards.shape
         groups = self.replay.obs_dims
-        nbytes = 0
-
-        def flat(t: torch.Tensor) -> torch.Tensor:
-            nonlocal nbytes
-            nbytes += t.numel() * t.element_size()
-            return t.reshape(steps * n, *t.shape[2:]).to(self.device)
-
-        obs_d = {g: flat(obs[g]) for g in groups}
-        next_d = {g: flat(next_obs[g]) for g in groups}
-        actions_d, rewards_d, terminated_d = flat(actions), flat(rewards), flat(terminated)
+        d, nbytes = block_rows({"obs": {g: obs[g] for g in groups}, "next_obs": {g: next_obs[g] for g in groups},
+                                "actions": actions, "rewards": rewards, "terminated": terminated}, self.device)
+        obs_d, next_d = d["obs"], d["next_obs"]
+        actions_d, rewards_d, terminated_d = d["actions"], d["rewards"], d["terminated"]
         for group, normalizer in self.obs_normalizers.items():
             rows = [self._stats_rows(group, obs_d[group][t * n : (t + 1) * n]) for t in range(steps)]
             if self.stats_sync is not None:  # one reduction for the block's T steps, merged step by step
