@@ -7,7 +7,8 @@
 # Run 1: training.devices=[0] (one learner on cuda:0, all the machine's cores).
 # Run 2: training.devices=[0,1] (two ranks, NCCL, each with half the cores and its own envs:
 #        algo.num_envs per rank, so twice the envs in total).
-# Each run is stopped with SIGINT after SECONDS (rank 0 writes run_summary.json, status
+# Each run's directory comes back as OUTDIR/run_<n>gpu.tgz.
+# Each run is stopped with SIGINT after SECONDS (or ends at algo.max_iterations if given) (rank 0 writes run_summary.json, status
 # interrupted). Prints per run: env steps/s over the whole run (run_summary.json, all ranks,
 # start-up and compile included) and the last progress line's rate (steady state, all ranks).
 set -euo pipefail
@@ -40,6 +41,11 @@ for devices in '[0]' '[0,1]'; do
   summary=$(ls "$logs"/sac/g1_walk_flat/*/run_summary.json 2>/dev/null | head -n 1)
   [ -n "$summary" ] || { echo "no run_summary.json for $devices"; continue; }
   cp "$summary" "$out/summary_${n}gpu.json"
+  # The run directory (checkpoint, config, TensorBoard events, curve) comes back for diagnosis
+  # on another machine, with a policy.onnx exported from its last checkpoint.
+  d=$(dirname "$summary")
+  [ -f "$d/policy.onnx" ] || python3 -m unilab.cli export "$d" >>"$out/export_${n}gpu.log" 2>&1 || true
+  tar czf "$out/run_${n}gpu.tgz" -C "$d" . || true
   python3 - "$summary" "$out/train_${n}gpu.log" "$n" <<'PY'
 import json, re, sys
 s = json.load(open(sys.argv[1]))
