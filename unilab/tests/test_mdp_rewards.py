@@ -181,3 +181,51 @@ def test_reward_is_weight_times_dt_times_terms_and_episode_sums_log(env):
     lin = term(env, "track_linear_velocity").mean() * 2.0 * env.step_dt / env.max_episode_length_s
     assert log["Episode_Reward/track_linear_velocity"] == pytest.approx(float(lin), rel=1e-5)
     assert torch.equal(env.reward_manager.episode_sums, torch.zeros(N, len(env.reward_manager.names)))
+
+
+@pytest.fixture(scope="module")
+def holosoma_env():
+    """g1_walk_flat with holosoma's two quadratic posture penalties switched on."""
+    cfg = G1WalkFlatConfig(
+        reset_yaw_rad=0.0, reset_xy_m=0.0, reset_z_m=(0.0, 0.0), observation_noise=False,
+        domain_randomization={"enabled": False}, push={"enabled": False},
+        rewards={"orientation_l2": -10.0, "pose_l2": -0.5},
+    )  # fmt: skip
+    e = make_env(cfg, backend_cls=MujocoBackend, num_envs=N, nthread=1, seed=0)
+    yield e
+    e.close()
+
+
+def test_orientation_l2_is_zero_upright_and_sin2_of_the_tilt_without_saturating(holosoma_env):
+    env = holosoma_env
+    assert env.reward_manager.terms["orientation_l2"].weight == -10.0
+    put(env)
+    assert torch.allclose(term(env, "orientation_l2"), torch.zeros(N), atol=1e-10)
+    for theta in (0.3, 0.9):  # 0.9 rad: upright's kernel is down to 0.03, this still grows
+        quat = (math.cos(theta / 2), 0.0, math.sin(theta / 2), 0.0)  # pitch by theta
+        put(env, base_quat=quat)
+        assert torch.allclose(term(env, "orientation_l2"), torch.full((N,), math.sin(theta) ** 2), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "joint, weight", [("left_knee_joint", 0.01), ("right_hip_yaw_joint", 5.0), ("left_ankle_roll_joint", 5.0),
+                      ("waist_pitch_joint", 50.0), ("right_wrist_yaw_joint", 50.0)],
+)  # fmt: skip
+def test_pose_l2_weights_each_joint_as_holosoma(holosoma_env, joint, weight):
+    env = holosoma_env
+    put(env)
+    assert torch.allclose(term(env, "pose_l2"), torch.zeros(N), atol=1e-10)  # default pose
+    default = float(env.robot.default_joint_pos[JOINTS.index(joint)])
+    for offset in (0.1, -0.4):
+        put(env, joints={joint: default + offset})
+        expected = torch.full((N,), weight * offset**2)
+        assert torch.allclose(term(env, "pose_l2"), expected, rtol=1e-4), joint
+
+
+def test_base_lin_vel_noise_sets_the_actor_noise_range():
+    cfg = G1WalkFlatConfig(base_lin_vel_noise=0.1)
+    from unilab.tasks.g1_walk_flat.env_cfg import make_env_cfg
+
+    assert make_env_cfg(cfg).observations["actor"]["base_lin_vel"].noise == 0.1
+    with pytest.raises(ValueError, match="base_lin_vel_noise"):
+        G1WalkFlatConfig(base_lin_vel_noise=-0.1)

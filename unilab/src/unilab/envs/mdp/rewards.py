@@ -125,6 +125,34 @@ def variable_posture(
     return torch.exp(-(error * inv_var[regime]).mean(dim=1))
 
 
+def orientation_l2(env, body: str | None = None) -> torch.Tensor:
+    """|g_xy|^2 of the projected gravity (unit vector) of tracked ``body`` (default: the base),
+    0 when upright, sin^2(tilt) otherwise (holosoma's ``penalty_orientation``, tasks.md §2.4).
+
+    Unlike :func:`upright`'s kernel it does not saturate: a torso tilted by 50 deg still has a
+    gradient back to upright. (N,)"""
+    if body is None:
+        g = env.robot.projected_gravity_b
+    else:
+        g = projected_gravity(env.robot.body_quat_w[:, env.robot.body_index(body)])
+    return torch.sum(g[:, :2] ** 2, dim=1)
+
+
+def joint_deviation_l2(env, weights: torch.Tensor) -> torch.Tensor:
+    """sum_j w_j (q_j - q0_j)^2, rad^2, from the default joint positions q0 (holosoma's ``pose``
+    penalty, tasks.md §2.4: there 50 on the waist and arms, 0.01 on hip pitch and knees).
+
+    Unlike :func:`variable_posture`'s kernel it grows without bound, so arms swung to their
+    limits are always pulled back. (N,)
+
+    Args:
+        weights: (J,) float32 per-joint weights, in action order.
+    """
+    w = _constant(env, "joint_deviation_weights", (weights,), lambda: weights.to(env.device))
+    error = (env.robot.joint_pos - env.robot.default_joint_pos).square_()
+    return torch.sum(error * w, dim=1)
+
+
 def body_ang_vel_l2(env, body: str) -> torch.Tensor:
     """|w_xy|^2 of tracked ``body``'s world-frame angular velocity, (rad/s)^2 (mjlab
     ``body_angular_velocity_penalty``). (N,)"""

@@ -51,6 +51,15 @@ class RewardWeights(BaseModel):
     upright: float = Field(1.0, description="torso exp(-|g_xy|^2 / 0.2)")
     pose: float = Field(1.0, description="variable posture, per-joint std by speed regime")
     body_ang_vel: float = Field(-0.05, description="torso |w_xy|^2")
+    orientation_l2: float = Field(
+        0.0, description="pelvis |g_xy|^2, sin^2 of the tilt (holosoma penalty_orientation: -10; off, as in mjlab)"
+    )
+    pose_l2: float = Field(
+        0.0,
+        description="sum_j w_j (q_j - q0_j)^2 with holosoma's G1 weights (waist and arms 50, hip "
+        "pitch and knees 0.01; holosoma pose: -0.5; off, as in mjlab)",
+    )
+
     angular_momentum: float = Field(-0.02, description="whole-body |L|^2")
     action_rate_l2: float = Field(-0.1, description="|a_t - a_t-1|^2")
     joint_pos_limits: float = Field(-1.0, description="rad outside the soft joint limits")
@@ -172,6 +181,11 @@ class G1WalkFlatConfig(BaseModel):
     episode_length_s: float = Field(20.0, gt=0.0, description="time-out, s (1000 steps at 50 Hz)")
     decimation: int = Field(4, ge=1, description="physics steps (0.005 s) per env step")
     observation_noise: bool = Field(True, description="uniform noise on actor observations")
+    base_lin_vel_noise: float = Field(
+        0.5, ge=0.0,
+        description="uniform noise ± on the actor's base_lin_vel, m/s (mjlab 0.5; IsaacLab and "
+        "Playground 0.1; holosoma leaves the velocity out of the actor)",
+    )
     reset_xy_m: float = Field(0.5, ge=0.0, description="reset base x, y offset range ±, m")
     reset_yaw_rad: float = Field(3.14159, ge=0.0, description="reset yaw range ±, rad")
     reset_z_m: tuple[float, float] = Field(

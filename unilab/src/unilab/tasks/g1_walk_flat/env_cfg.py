@@ -57,6 +57,13 @@ POSTURE_STD_WALKING = {
     r".*shoulder_pitch.*": 0.15, r".*shoulder_roll.*": 0.15, r".*shoulder_yaw.*": 0.1,
     r".*elbow.*": 0.15, r".*wrist.*": 0.3,
 }  # fmt: skip
+# Per-joint weights of the quadratic pose penalty (holosoma ``g1_29dof_loco`` ``pose``, listed
+# there in G1 joint order): the stride joints nearly free, hip yaw and ankles held, the waist and
+# arms pinned to the default pose.
+POSE_L2_WEIGHTS = {
+    r".*hip_pitch.*": 0.01, r".*hip_roll.*": 1.0, r".*hip_yaw.*": 5.0, r".*knee.*": 0.01,
+    r".*ankle.*": 5.0, r"waist_.*": 50.0, r".*(shoulder|elbow|wrist).*": 50.0,
+}  # fmt: skip
 POSTURE_STD_RUNNING = {
     r".*hip_pitch.*": 0.5, r".*hip_roll.*": 0.2, r".*hip_yaw.*": 0.2, r".*knee.*": 0.6,
     r".*ankle_pitch.*": 0.35, r".*ankle_roll.*": 0.15,
@@ -111,7 +118,7 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
         # mirror rules: the IMU site lies on the sagittal plane with the pelvis axes, so its
         # readings mirror as base-frame vectors (unilab.envs.mirror)
         terms = {
-            "base_lin_vel": ObsTerm(mdp.builtin_sensor, n(0.5), {"sensor_name": "imu_lin_vel"},
+            "base_lin_vel": ObsTerm(mdp.builtin_sensor, n(cfg.base_lin_vel_noise), {"sensor_name": "imu_lin_vel"},
                                     mirror=mirror.VECTOR),
             "base_ang_vel": ObsTerm(mdp.builtin_sensor, n(0.2), {"sensor_name": "imu_ang_vel"},
                                     mirror=mirror.AXIAL_VECTOR),
@@ -171,6 +178,12 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
             {**std, "command_name": "twist", "walking_threshold": 0.05, "running_threshold": 1.5},
         ),
         "body_ang_vel": RewardTerm(mdp.body_ang_vel_l2, w.body_ang_vel, {"body": g1.TORSO_BODY}),
+        "orientation_l2": RewardTerm(mdp.orientation_l2, w.orientation_l2),
+        "pose_l2": RewardTerm(
+            mdp.joint_deviation_l2, w.pose_l2,
+            {"weights": torch.tensor(resolve_name_values(POSE_L2_WEIGHTS, joint_names), dtype=torch.float32)},
+        ),
+
         "angular_momentum": RewardTerm(
             mdp.angular_momentum_l2, w.angular_momentum, {"sensor_name": "root_angmom"}
         ),
