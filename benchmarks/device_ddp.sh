@@ -41,11 +41,11 @@ for devices in '[0]' '[0,1]'; do
   summary=$(ls "$logs"/sac/g1_walk_flat/*/run_summary.json 2>/dev/null | head -n 1)
   [ -n "$summary" ] || { echo "no run_summary.json for $devices"; continue; }
   cp "$summary" "$out/summary_${n}gpu.json"
-  # The run directory (checkpoint, config, TensorBoard events, curve) comes back for diagnosis
+  # The run directory (config, TensorBoard events, curve; no checkpoints) comes back for diagnosis
   # on another machine, with a policy.onnx exported from its last checkpoint.
   d=$(dirname "$summary")
   [ -f "$d/policy.onnx" ] || python3 -m unilab.cli export "$d" >>"$out/export_${n}gpu.log" 2>&1 || true
-  tar czf "$out/run_${n}gpu.tgz" -C "$d" . || true
+  tar czf "$out/run_${n}gpu.tgz" -C "$d" --exclude='model_*.pt' . || true
   python3 - "$summary" "$out/train_${n}gpu.log" "$n" <<'PY'
 import json, re, sys
 s = json.load(open(sys.argv[1]))
