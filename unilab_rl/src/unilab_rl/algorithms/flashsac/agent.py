@@ -47,12 +47,19 @@ logger = logging.getLogger(__name__)
 
 
 def resolve_compile_mode(mode: str, torch_version: str = torch.__version__) -> str:
-    """``"auto"`` -> ``"max-autotune"`` on torch >= 2.9, else ``"reduce-overhead"`` (the official
-    FlashSAC rule, algorithms.md 1.2); any other mode unchanged."""
+    """``"auto"`` -> ``"default"`` on torch >= 2.9, else ``"reduce-overhead"``; any other mode
+    unchanged.
+
+    The official code picks ``"max-autotune"`` on torch >= 2.9 (algorithms.md 1.2). On the H200
+    machine (torch 2.11) its autotuning kept the first update compiling for more than 5 min
+    (191 s of kernel benchmarking in the first 25 rounds alone), so a 100-iteration run did not
+    end within 330 s (docs/benchmarks.md, FlashSAC). ``"default"`` compiles without autotuning
+    and without CUDA graphs; ``algo.compile_mode=max-autotune`` restores the official choice.
+    """
     if mode != "auto":
         return mode
     major, minor = (int(part) for part in torch_version.split("+")[0].split(".")[:2])
-    return "max-autotune" if (major, minor) >= (2, 9) else "reduce-overhead"
+    return "default" if (major, minor) >= (2, 9) else "reduce-overhead"
 
 
 class FlashSAC:

@@ -133,9 +133,11 @@ class FlashSACConfig:
     """``torch.compile`` the critic and actor objectives: ``"auto"`` compiles on CUDA only and runs
     eagerly elsewhere; ``True`` compiles on any device; ``False`` never compiles."""
     compile_mode: CompileMode = "auto"
-    """``torch.compile`` mode. ``"auto"`` follows the official code: ``"max-autotune"`` on
-    torch >= 2.9, ``"reduce-overhead"`` before, because "reduce-overhead causes 5-10x slowdowns
-    after PyTorch 2.8" (algorithms.md 1.2). Not measured on this project's machines yet."""
+    """``torch.compile`` mode. ``"auto"``: ``"default"`` on torch >= 2.9, ``"reduce-overhead"``
+    before. The official code uses ``"max-autotune"`` on torch >= 2.9 because "reduce-overhead
+    causes 5-10x slowdowns after PyTorch 2.8" (algorithms.md 1.2); on the H200 machine its
+    autotuning held the first update for more than 5 min, so ``"auto"`` avoids both. The update
+    speed of ``"default"`` against ``"max-autotune"`` is not measured yet."""
 
     # -- Runtime ----------------------------------------------------------------------------
     runtime: Literal["sync", "async"] = "sync"
