@@ -23,6 +23,13 @@ the other in this process:
 
     python benchmarks/async_vs_sync.py --num-envs 1024 --iterations 300 --device cuda --num-collectors 1,2,4
 
+  With ``--policy-device cpu,learner`` each collector count runs once per place of the
+  collector's policy (``algo.policy_device``: its own CPU threads, or the learner's device with a
+  host->device->host copy per env step; keys ``async_learner``, ``async_k2_learner``...), with the
+  same thread split, so the rows differ in where the policy runs alone (issue 4), e.g.
+
+    python benchmarks/async_vs_sync.py --num-envs 1024 --iterations 300 --device cuda --policy-device cpu,learner
+
 Physics threads: ``--nthread`` (0 = :func:`unilab.train.thread_split`'s choice: in async mode the
 cores left after the collector and learner threads; in sync mode every core). Learner torch
 threads: ``--learner-threads`` in both runtimes when given (on a busy CPU, torch's default thread
@@ -59,6 +66,9 @@ def main() -> None:
     parser.add_argument("--block-steps", type=int, default=None)
     parser.add_argument("--num-collectors", default="1",
                         help="async collector processes, a comma-separated list runs each (e.g. 1,2,4)")
+    parser.add_argument("--policy-device", default="cpu",
+                        help="where async collectors act (algo.policy_device), a comma-separated list runs each "
+                             "(e.g. cpu,learner)")
     parser.add_argument("--preset", default="laptop")
     parser.add_argument("--set", action="append", default=[], help="extra key=value override (repeatable)")
     parser.add_argument("--skip", action="append", default=[], choices=["backend", "physics", "inference", "sync", "async"])
@@ -68,6 +78,10 @@ def main() -> None:
     bad = [k for k in collector_counts if k < 1 or args.num_envs % k]
     if not collector_counts or bad:
         parser.error(f"--num-collectors: each must be >= 1 and divide --num-envs={args.num_envs}, got {bad}")
+    policy_devices = [p.strip() for p in str(args.policy_device).split(",") if p.strip()]
+    bad = [p for p in policy_devices if p not in ("cpu", "learner")]
+    if not policy_devices or bad:
+        parser.error(f"--policy-device: each must be cpu or learner, got {bad or args.policy_device!r}")
 
     from unilab.train import _algo_config, prepare, seed_everything, thread_split
     from unilab_rl import AsyncOffPolicyRunner, OffPolicyRunner
@@ -92,14 +106,16 @@ def main() -> None:
         )
 
     default_threads = torch.get_num_threads()
-    runs = [(r, 1) for r in ("backend", "physics", "inference", "sync") if r not in args.skip]
+    runs = [(r, 1, "cpu") for r in ("backend", "physics", "inference", "sync") if r not in args.skip]
     if "async" not in args.skip:
-        runs += [("async" if k == 1 else f"async_k{k}", k) for k in collector_counts]
-    for key, num_collectors in runs:
+        runs += [("async" + ("" if k == 1 else f"_k{k}") + ("" if p == "cpu" else f"_{p}"), k, p)
+                 for k in collector_counts for p in policy_devices]
+    for key, num_collectors, policy_device in runs:
         runtime = "async" if key.startswith("async") or key == "backend" else key
         seed_everything(cfg.training.seed)
         algo_cfg = _algo_config(algo_reg, cfg.model_copy(update={"algo": cfg.algo.model_copy(
-            update={"runtime": "async" if runtime == "async" else "sync", "num_collectors": num_collectors})}))
+            update={"runtime": "async" if runtime == "async" else "sync", "num_collectors": num_collectors,
+                    "policy_device": policy_device})}))
         threads = thread_split(algo_cfg.runtime, args.nthread, args.collector_threads, args.learner_threads, device,
                                num_collectors)
         if runtime == "async":
@@ -159,6 +175,7 @@ def main() -> None:
                     "collector_wait_time_s": summary.collector_wait_time_s,
                     "utd_ratio": summary.utd_ratio,
                     "transfer": summary.transfer,
+                    "policy_device": summary.policy_device or str(device),  # sync: the learner acts
                     "threads": threads,
                     "compile_backend": getattr(agent, "compile_backend", "eager"),
                 }
@@ -167,15 +184,15 @@ def main() -> None:
         print(key, json.dumps(results[key], default=str), flush=True)
 
     print()
-    print(f"{'':10s} {'env steps/s':>12s} {'steady':>10s}  physics threads")
-    for key in ("backend", "physics", "sync", *(k for k, _ in runs if k.startswith("async"))):
+    print(f"{'':18s} {'env steps/s':>12s} {'steady':>10s} {'physics thr':>11s}  policy on")
+    for key in ("backend", "physics", "sync", *(k for k, _, _ in runs if k.startswith("async"))):
         if key in results:
             r = results[key]
             steady = r.get("steady_env_steps_per_s")
-            print(f"{key:10s} {r['env_steps_per_s']:12.1f} {'' if steady is None else f'{steady:10.1f}':>10s}  "
-                  f"{r['threads']['physics']}")
+            print(f"{key:18s} {r['env_steps_per_s']:12.1f} {'' if steady is None else f'{steady:10.1f}':>10s} "
+                  f"{r['threads']['physics']:11d}  {r.get('policy_device', '')}")
     if "backend" in results:
-        for key in (k for k, _ in runs if k.startswith("async") or k == "sync"):
+        for key in (k for k, _, _ in runs if k.startswith("async") or k == "sync"):
             if key in results and results[key].get("steady_env_steps_per_s"):
                 print(f"{key}: steady / backend alone = "
                       f"{results[key]['steady_env_steps_per_s'] / results['backend']['env_steps_per_s']:.3f} "

@@ -16,11 +16,12 @@ UNILAB = str(Path(sys.executable).parent / "unilab")
 
 def test_cli_flashsac_async_laptop_completes_and_leaves_no_process(tmp_path):
     # Laptop preset: 32 envs, learning_starts 10, batch 128; 14 iterations = 2 blocks of 8 and 5
-    # iterations with an update. Smaller networks and block size keep it short on 2 cores.
+    # iterations with an update. Smaller networks and block size keep it short on 2 cores. The
+    # collector acts on the learner's device (here the CPU): the "learner" path, weight pulls included.
     cmd = [UNILAB, "train", "--algo", "flashsac", "--task", "g1_walk_flat", "--sim", "mujoco", "--preset", "laptop",
            "algo.runtime=async", "algo.max_iterations=14", "algo.actor_hidden_dim=32", "algo.critic_hidden_dim=32",
-           "algo.sync_weights_every=1", "sim.nthread=1", "training.device=cpu", "training.progress=false",
-           "training.no_play=true", f"training.log_dir={tmp_path / 'logs'}"]
+           "algo.sync_weights_every=1", "algo.policy_device=learner", "sim.nthread=1", "training.device=cpu",
+           "training.progress=false", "training.no_play=true", f"training.log_dir={tmp_path / 'logs'}"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
@@ -33,6 +34,7 @@ def test_cli_flashsac_async_laptop_completes_and_leaves_no_process(tmp_path):
     summary = json.loads((run / "run_summary.json").read_text())
     assert summary["status"] == "normal_completion" and summary["iterations"] == 14
     assert summary["runtime"] == "async"
+    assert summary["collector_policy_device"] == "cpu"  # "learner" on a CPU learner
     assert summary["collector_exitcode"] == 0 and summary["cleanup_errors"] == []
     assert summary["transfer"]["blocks"] == 2 and summary["transfer"]["weight_broadcasts"] >= 1
     config = json.loads((run / "run_config.json").read_text())["config"]["algo"]

@@ -29,6 +29,7 @@ def test_two_collectors_complete_a_laptop_run(tmp_path):
     assert summary["collector_exitcode"] == 0 and summary["collector_exitcodes"] == [0, 0]
     assert summary["cleanup_errors"] == []
     assert summary["threads"]["collectors"] == 2 and summary["threads"]["physics_per_collector"] == 1
+    assert summary["collector_policy_device"] == "cpu"  # algo.policy_device's default
     # Nothing left in the run's session (the resource tracker may take a moment to exit).
     deadline = time.monotonic() + 10
     while (left := subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True).stdout.strip()):

@@ -25,7 +25,7 @@ import torch
 from unilab import ddp, runs
 from unilab.config import ConfigError, build_run_model, owner_config_files, resolve_config
 from unilab.plugins import TASKS
-from unilab_rl.async_runtime import CollectorDied
+from unilab_rl.async_runtime import CollectorDied, collector_policy_device
 from unilab_rl.device import resolve_device
 from unilab_rl.registry import ALGORITHMS
 from unisim import CapabilityError
@@ -528,6 +528,11 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             "compile_backend": getattr(agent, "compile_backend", "eager"),
             "runtime": context["runtime"],
             "threads": context["threads"],
+            # Async: where the collectors act (issue 4: collector CPU or the learner's device).
+            "collector_policy_device": (
+                collector_policy_device(getattr(agent.cfg, "policy_device", "cpu"), device)
+                if context["runtime"] == "async" else None
+            ),
             "resumed_from": context["resume"],
             "start_iteration": agent.iteration,
         },

@@ -8,7 +8,7 @@
     loop:                                           loop:
       i = free.get()      (waits: backpressure)       i, info = full.get()   (waits: starved)
       T steps: act (random during warm-up, else       one copy of block i into the replay,
-        the CPU actor copy), env.step, write          free.put(i)
+        the actor copy), env.step, write              free.put(i)
         obs, a, r, terminated, final_obs into i       T iterations: num_updates updates each,
       full.put((i, episode stats + env logs))         log, checkpoint; every sync_weights_every
       pull actor weights when their version moved     updates: broadcast actor + normalizer
@@ -16,8 +16,12 @@
 Transitions cross through a preallocated ring of ``num_blocks`` shared-memory blocks
 (:class:`SharedBlocks`); block indices travel over two queues (free, full). Actor weights and the
 actor's observation normalizer travel back through one shared float32 vector with a version
-counter (:class:`SharedWeights`). The collector never initializes CUDA (``CUDA_VISIBLE_DEVICES``
-is emptied in it) and runs with ``collector_threads`` torch threads; physics has its own pool.
+counter (:class:`SharedWeights`). With ``policy_device="cpu"`` (the default) the collector's actor
+copy runs on its ``collector_threads`` torch threads and it never initializes CUDA
+(``CUDA_VISIBLE_DEVICES`` is emptied in it); with ``"learner"`` the copy lives on the learner's
+device (:func:`collector_policy_device`), each env step's actor observations go there and the
+actions come back, and a CUDA learner device costs the collector its own CUDA context. Physics
+has its own thread pool either way.
 
 The update-to-data ratio is held by design: the learner runs exactly ``num_updates`` updates per
 env step it receives; when it is the slower side the collector waits for a free block, when the
@@ -40,14 +44,15 @@ agent, so any learner providing it runs async without changes here (SAC and Flas
   its seeded CPU generator: the agent's ``random_actions(n, generator)`` must draw the same);
 - ``cfg`` with ``learning_starts``, ``num_updates``, ``batch_size`` and the runtime keys
   ``block_steps``, ``num_blocks``, ``sync_weights_every``, ``collector_threads`` and optionally
-  ``num_collectors`` (default 1);
+  ``num_collectors`` (default 1) and ``policy_device`` (default ``"cpu"``);
 - ``replay`` with ``obs_dims``, ``capacity`` and ``len()``;
 - ``exploration_policy()``: an ``nn.Module`` mapping raw ``"actor"`` observations (B, Da) float32
-  to collection actions (B, A) float32, sharing the learner's weights. The collector runs a CPU
-  deep copy of it; its floating-point ``state_dict`` entries (:func:`flat_state`: parameters *and*
-  buffers such as normalizer or batch-norm running statistics) are what is broadcast. Any other
-  state it needs (e.g. FlashSAC's held exploration noise) lives in the module and is rebuilt by
-  the copy; it must not hold device tensors across pickling;
+  to collection actions (B, A) float32, sharing the learner's weights. The collector runs a deep
+  copy of it (on the CPU or the learner's device, ``policy_device``), which must draw its sampling
+  noise on the observations' device; its floating-point ``state_dict`` entries (:func:`flat_state`:
+  parameters *and* buffers such as normalizer or batch-norm running statistics) are what is
+  broadcast. Any other state it needs (e.g. FlashSAC's held exploration noise) lives in the module
+  and is rebuilt by the copy; it must not hold device tensors across pickling;
 - ``store_steps(obs, actions, rewards, terminated, next_obs, truncated=...)``: T env steps at
   once, (T, N, ...) tensors, returning the bytes copied;
 - ``update() -> dict[str, float]``: ``cfg.num_updates`` gradient updates;
@@ -125,7 +130,29 @@ class CollectorDied(RuntimeError):
 # ----------------------------------------------------------------------------- learner interface
 ASYNC_CONFIG_KEYS = ("learning_starts", "num_updates", "batch_size", "block_steps", "num_blocks",
                      "sync_weights_every", "collector_threads")
-"""Fields the runner reads from ``learner.cfg`` (``num_collectors`` is optional, default 1)."""
+"""Fields the runner reads from ``learner.cfg`` (``num_collectors`` and ``policy_device`` are
+optional, default 1 and ``"cpu"``)."""
+
+POLICY_DEVICES = ("cpu", "learner")
+"""Values of ``cfg.policy_device``: where the collector evaluates the exploration policy."""
+
+
+def collector_policy_device(policy_device: str, learner_device: torch.device | str) -> str:
+    """The device the collectors run the exploration policy on.
+
+    Args:
+        policy_device: ``cfg.policy_device``, ``"cpu"`` or ``"learner"``.
+        learner_device: the learner's device (``algo.device``), e.g. ``cuda:1`` on rank 1.
+
+    Returns:
+        ``"cpu"``, or ``str(learner_device)`` for ``"learner"`` (``"cpu"`` for a CPU learner).
+
+    Raises:
+        ValueError: ``policy_device`` is neither ``"cpu"`` nor ``"learner"``.
+    """
+    if policy_device not in POLICY_DEVICES:
+        raise ValueError(f"policy_device must be 'cpu' or 'learner', got {policy_device!r}")
+    return "cpu" if policy_device == "cpu" else str(torch.device(learner_device))
 
 
 @runtime_checkable
@@ -302,6 +329,9 @@ def flat_state(module: nn.Module) -> torch.Tensor:
 def load_flat_state(module: nn.Module, flat: torch.Tensor) -> None:
     """Inverse of :func:`flat_state`: copy (P,) values into the module's floating-point state.
 
+    ``flat`` may live on another device than the module (the collector's shared vector is on the
+    CPU): it is moved to the module's device in one copy, then split.
+
     Raises:
         ValueError: ``flat`` has the wrong length.
     """
@@ -309,6 +339,8 @@ def load_flat_state(module: nn.Module, flat: torch.Tensor) -> None:
     total = sum(t.numel() for t in tensors)
     if flat.numel() != total:
         raise ValueError(f"flat state has {flat.numel()} values, the module {total}")
+    if tensors:
+        flat = flat.to(tensors[0].device)
     offset = 0
     with torch.no_grad():
         for t in tensors:
@@ -390,6 +422,9 @@ class CollectorSpec:
     """Envs of this shard (0: the whole block)."""
     env_kwargs: dict[str, Any] | None = None
     """Keyword arguments for ``env_fn`` (``num_envs`` and ``seed`` of the shard); None: ``env_fn()``."""
+    policy_device: str = "cpu"
+    """Where the policy copy runs (:func:`collector_policy_device`: ``"cpu"`` or the learner's
+    device, e.g. ``"cuda:1"``). Unless it is a CUDA device, ``CUDA_VISIBLE_DEVICES`` is emptied."""
 
 
 def _set_parent_death_signal() -> None:
@@ -404,7 +439,9 @@ def _set_parent_death_signal() -> None:
 def _collector_main(env_fn, policy, blocks: SharedBlocks, weights: SharedWeights, free_q, full_q, stop_event,
                     spec: CollectorSpec) -> None:
     """Collector process body (spawned). Exit code 0 when stopped, 1 after reporting an error."""
-    os.environ["CUDA_VISIBLE_DEVICES"] = ""  # never a CUDA context here
+    policy_device = torch.device(spec.policy_device)
+    if policy_device.type != "cuda":
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""  # never a CUDA context here
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C hits the group; the learner decides
     term = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: term.set())
@@ -426,6 +463,7 @@ def _collector_main(env_fn, policy, blocks: SharedBlocks, weights: SharedWeights
             raise ValueError(f"the async collector needs a CPU (host-bridge) env, got device {env.device}")
         from unilab_rl.algorithms.sac.agent import uniform_actions
 
+        policy.to(policy_device)  # parameters and buffers (normalizer, batch-norm statistics)
         obs = env.reset()
         num_envs = env.num_envs
         ep_return = torch.zeros(num_envs)
@@ -450,10 +488,10 @@ def _collector_main(env_fn, policy, blocks: SharedBlocks, weights: SharedWeights
                 new = weights.pull(policy, version, alive)
                 pulls += new != version
                 version = new
-                if iteration < spec.learning_starts:
+                if iteration < spec.learning_starts:  # drawn on the CPU whatever the policy device
                     actions = uniform_actions(spec.action_low, spec.action_high, num_envs, generator)
                 else:
-                    actions = policy(obs["actor"])
+                    actions = policy(obs["actor"].to(policy_device)).to("cpu")
                 next_obs, rewards, terminated, truncated, extras = env.step(actions)
                 if "final_obs" not in extras:
                     raise KeyError("env.step extras lack 'final_obs' (the pre-reset observation), required by VecEnv")
@@ -527,9 +565,12 @@ class AsyncOffPolicyRunner:
         transfer: counters: ``blocks``, ``bytes_to_learner``, ``weight_broadcasts``,
             ``weight_bytes``, ``weight_pulls``, and ``pinned`` (1 when the block ring is page-locked
             for CUDA copies).
+        policy_device: where the collectors run the exploration policy (``"cpu"``, or the
+            learner's device for ``cfg.policy_device="learner"``; :func:`collector_policy_device`).
 
     Raises:
-        ValueError: an interval or window out of range.
+        ValueError: an interval or window out of range, or ``cfg.policy_device`` not ``"cpu"`` /
+            ``"learner"``.
         TypeError: ``algo`` lacks a member of :class:`AsyncLearner` (all missing ones are named).
     """
 
@@ -557,6 +598,7 @@ class AsyncOffPolicyRunner:
                 f"num_collectors must be >= 1 and divide num_envs, got num_collectors={self.num_collectors} "
                 f"and num_envs={algo.num_envs}"
             )
+        self.policy_device = collector_policy_device(getattr(algo.cfg, "policy_device", "cpu"), algo.device)
         self.env_fn = env_fn
         self.env_seed = env_seed
         self.algo = algo
@@ -626,6 +668,7 @@ class AsyncOffPolicyRunner:
                     num_envs=shard_n,
                     env_kwargs=None if k_all == 1 else {"num_envs": shard_n,
                                                         "seed": env_seed + k * SHARD_SEED_STRIDE},
+                    policy_device=self.policy_device,
                 )
                 proc = ctx.Process(
                     target=_collector_main,
@@ -934,6 +977,7 @@ class AsyncOffPolicyRunner:
             collector_wait_time_s=times["collector_wait"],
             transfer=dict(self.transfer),
             collector_start_time_s=times["collector_start"],
+            policy_device=self.policy_device,
         )
 
 
@@ -966,11 +1010,13 @@ def make_off_policy_runner(env: VecEnv, agent: Any, *, env_fn: Callable[..., Vec
 
 __all__ = [
     "ASYNC_CONFIG_KEYS",
+    "POLICY_DEVICES",
     "AsyncLearner",
     "AsyncOffPolicyRunner",
     "CollectorDied",
     "SharedBlocks",
     "SharedWeights",
+    "collector_policy_device",
     "flat_state",
     "load_flat_state",
     "make_off_policy_runner",

@@ -60,6 +60,9 @@ class LearnSummary:
     """Async: transfer counters (blocks, bytes, weight broadcasts and pulls); None in sync mode."""
     collector_start_time_s: float = 0.0
     """Async: seconds from starting the collector to its first block (spawn, imports, env build)."""
+    policy_device: str | None = None
+    """Async: where the collectors ran the exploration policy (``"cpu"`` or the learner's device,
+    e.g. ``"cuda:0"``); None in sync mode (the learner acts itself)."""
 
 
 class OffPolicyRunner:

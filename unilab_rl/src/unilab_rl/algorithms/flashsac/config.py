@@ -160,6 +160,12 @@ class FlashSACConfig:
     envs (and holding its own exploration noise); ``num_envs`` must be divisible by it."""
     collector_threads: int = 1
     """Async: torch intra-op threads of each collector's policy inference."""
+    policy_device: Literal["cpu", "learner"] = "cpu"
+    """Async: where each collector evaluates the exploration policy (and draws the held noise):
+    ``"cpu"`` on its own torch threads, ``"learner"`` on the learner's device, the collector then
+    holding its own CUDA context (about 0.5 GB); as
+    :attr:`unilab_rl.algorithms.sac.SACConfig.policy_device`. Unmeasured on the GPU machine:
+    default ``"cpu"``."""
     learner_threads: int = 0
     """Async: torch intra-op threads of the learner process; 0 = automatic (as for SAC)."""
 
@@ -181,6 +187,10 @@ class FlashSACConfig:
                 raise ValueError(f"FlashSACConfig.{name} must be >= 0, got {getattr(self, name)!r}")
         if self.runtime not in ("sync", "async"):
             raise ValueError(f"FlashSACConfig.runtime must be 'sync' or 'async', got {self.runtime!r}")
+        if self.policy_device not in ("cpu", "learner"):
+            raise ValueError(
+                f"FlashSACConfig.policy_device must be 'cpu' or 'learner', got {self.policy_device!r}"
+            )
         if self.num_blocks < 2:
             raise ValueError(f"FlashSACConfig.num_blocks must be >= 2, got {self.num_blocks!r}")
         if self.num_collectors >= 1 and self.num_envs % self.num_collectors:

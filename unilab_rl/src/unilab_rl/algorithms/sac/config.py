@@ -153,6 +153,13 @@ class SACConfig:
     collector_threads: int = 1
     """Async: torch intra-op threads of the collector's policy inference (the physics pool has
     its own threads, ``sim.nthread``)."""
+    policy_device: Literal["cpu", "learner"] = "cpu"
+    """Async: where each collector evaluates the exploration policy. ``"cpu"``: on its own
+    ``collector_threads`` torch threads, with ``CUDA_VISIBLE_DEVICES`` emptied (no CUDA context).
+    ``"learner"``: on the learner's device (e.g. ``cuda:0``; with several ranks each rank's own):
+    the actor observations (N, Da) float32 go there and the actions (N, A) come back every env
+    step, and the collector then creates its own CUDA context (about 0.5 GB of GPU memory).
+    Unmeasured on the GPU machine, so the default stays ``"cpu"`` (issue 4)."""
     learner_threads: int = 0
     """Async: torch intra-op threads of the learner process; 0 = automatic (1 on an accelerator,
     the cores left after physics and collector on the CPU, at least 1)."""
@@ -192,6 +199,8 @@ class SACConfig:
             )
         if self.runtime not in ("sync", "async"):
             raise ValueError(f"SACConfig.runtime must be 'sync' or 'async', got {self.runtime!r}")
+        if self.policy_device not in ("cpu", "learner"):
+            raise ValueError(f"SACConfig.policy_device must be 'cpu' or 'learner', got {self.policy_device!r}")
         if self.num_envs % self.num_collectors:
             raise ValueError(
                 f"SACConfig.num_envs must be divisible by SACConfig.num_collectors, got num_envs={self.num_envs} "
