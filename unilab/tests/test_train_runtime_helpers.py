@@ -52,3 +52,21 @@ def test_find_resume_checkpoint(tmp_path) -> None:
     assert find_resume_checkpoint(str(old / "model_last.pt"), "x", "sac", "t") == old / "model_last.pt"
     with pytest.raises(UserError, match="no such checkpoint"):
         find_resume_checkpoint(str(tmp_path / "missing"), str(tmp_path), "sac", "g1_walk_flat")
+
+
+def test_a_run_no_longer_than_the_warm_up_warns_that_its_policy_is_untrained(caplog):
+    from types import SimpleNamespace
+
+    from unilab.train import _check_schedule
+
+    def cfg(iterations, starts, size=1024):
+        return SimpleNamespace(max_iterations=iterations, learning_starts=starts, buffer_size_per_env=size)
+
+    with caplog.at_level("WARNING", logger="unilab.train"):
+        _check_schedule(cfg(101, 100))
+    assert not caplog.records
+    with caplog.at_level("WARNING", logger="unilab.train"):
+        _check_schedule(cfg(100, 100))
+    assert "algo.max_iterations=100 <= algo.learning_starts=100" in caplog.text and "untrained" in caplog.text
+    with pytest.raises(UserError, match="algo.buffer_size_per_env=64 is smaller than algo.learning_starts=100"):
+        _check_schedule(cfg(1000, 100, size=64))

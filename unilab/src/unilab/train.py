@@ -199,8 +199,9 @@ def _check_schedule(algo_cfg: Any) -> None:
     if isinstance(iterations, int) and isinstance(starts, int) and iterations <= starts:
         # Allowed (measuring collection alone), but a smoke run that never learns should say so.
         log.warning(
-            "algo.max_iterations=%d <= algo.learning_starts=%d: this run only collects (the first "
-            "update comes after learning_starts iterations); the policy it saves is untrained",
+            "algo.max_iterations=%d <= algo.learning_starts=%d: this run collects with random "
+            "actions (the first updates come in iteration learning_starts, and the policy acts "
+            "from the next one); the policy it saves is untrained",
             iterations, starts,
         )
 
