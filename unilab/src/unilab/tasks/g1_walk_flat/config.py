@@ -59,7 +59,6 @@ class RewardWeights(BaseModel):
         description="sum_j w_j (q_j - q0_j)^2 with holosoma's G1 weights (waist and arms 50, hip "
         "pitch and knees 0.01; holosoma pose: -0.5; off, as in mjlab)",
     )
-
     angular_momentum: float = Field(-0.02, description="whole-body |L|^2")
     action_rate_l2: float = Field(-0.1, description="|a_t - a_t-1|^2")
     joint_pos_limits: float = Field(-1.0, description="rad outside the soft joint limits")
