@@ -2,9 +2,9 @@
 
 One command, from the repository root (packages installed, or PYTHONPATH set to the four src dirs):
 
-    python benchmarks/tracking_probe.py /tmp/r3
-    python benchmarks/tracking_probe.py /tmp/r3 --num-envs 16 --settle-s 2 --duration-s 8 --push
-    python benchmarks/tracking_probe.py /tmp/r3 --cases stand,yaw+0.5,yaw-0.5 --json probe.json
+    python benchmarks/tracking_probe.py logs/sac/g1_walk_flat/RUN
+    python benchmarks/tracking_probe.py logs/sac/g1_walk_flat/RUN --num-envs 16 --settle-s 2 --duration-s 8 --push
+    python benchmarks/tracking_probe.py logs/sac/g1_walk_flat/RUN --cases stand,yaw+0.5,yaw-0.5 --json probe.json
 
 It loads ``<run>/policy.onnx`` (onnxruntime, CPU) and ``<run>/run_config.json``, and rebuilds the
 run's env through the same plugins as ``unilab play`` (:func:`unilab.deploy.loading.make_env`),
