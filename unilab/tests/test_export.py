@@ -120,6 +120,17 @@ def test_metadata_round_trip(exported):
     assert meta["normalizer"]["in_graph"] is True
     assert meta["source"]["algo"] == "sac" and meta["source"]["task"] == "g1_walk_flat"
 
+    # what a host needs to build the command and gait_phase columns, as the run trained them
+    commands = meta["commands"]
+    assert commands["twist"]["class"].endswith("UniformVelocityCommand")
+    # the export env is the play env: its fixed forward command, listed in source.overrides
+    assert commands["twist"]["settings"]["lin_vel_x"] == [0.5, 0.5]
+    assert "env.commands.lin_vel_x=[0.5,0.5]" in meta["source"]["overrides"]
+    gait = commands["gait"]
+    assert gait["class"].endswith("GaitPhaseCommand") and "gait clock" in gait["description"]
+    assert gait["settings"]["period_s"] == 1.0 and gait["settings"]["frequency_width_hz"] == 0.2
+    assert gait["settings"]["velocity_command"] == "twist"
+
 
 def test_run_summary_records_the_check(run_dir, exported):
     s = json.loads((run_dir / "run_summary.json").read_text())

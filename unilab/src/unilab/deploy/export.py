@@ -19,6 +19,13 @@ graph) to ``actions`` (B, num_actions) float32 in the env's action units. The mo
 - ``control``: ``rate_hz``, ``dt_s`` (env step), ``physics_dt_s``, ``decimation``.
 - ``normalizer``: ``in_graph: true``.
 - ``source``: algo, task, sim, iteration, checkpoint, the play overrides, the versions.
+- ``commands``: each command term of the env, by name: its ``class``, a one-line ``description``
+  and its ``settings`` (the dataclass it was built from), e.g. the gait clock's period and
+  frequency width that a host needs to compute the ``gait_phase`` columns (the formula:
+  :class:`unilab.envs.mdp.GaitPhaseCommand`). They are the settings of the env built for the
+  export, i.e. the run's config with the play overrides listed in ``source.overrides`` (for
+  g1_walk_flat a fixed forward command; the gait settings are the trained ones). Absent for envs
+  without command terms.
 
 The check: ``onnx.checker.check_model(full_check=True)``, then onnxruntime against the torch policy
 on random observations (N(0, 3^2) per column) and on observations a rollout recorded. The largest
@@ -31,6 +38,7 @@ import io
 import json
 import os
 import warnings
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -182,6 +190,25 @@ def _floats(t: torch.Tensor) -> list[float]:
     return [float(x) for x in t.detach().cpu().reshape(-1)]
 
 
+def command_settings(env) -> dict[str, dict[str, Any]]:
+    """``{name: {"class", "description", "settings"}}`` for each command term of ``env`` (its
+    ``commands`` mapping) whose settings are a dataclass (``ranges`` or ``settings`` attribute);
+    ``{}`` for envs without command terms."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, term in (getattr(env, "commands", None) or {}).items():
+        settings = getattr(term, "settings", None) or getattr(term, "ranges", None)
+        if settings is None or not dataclasses.is_dataclass(settings):
+            continue
+        cls = type(term)
+        doc = (cls.__doc__ or "").strip().split("\n\n")[0]
+        out[name] = {
+            "class": f"{cls.__module__}.{cls.__qualname__}",
+            "description": " ".join(doc.split()),
+            "settings": _json_safe(dataclasses.asdict(settings)),
+        }
+    return out
+
+
 def policy_metadata(loaded: LoadedRun, env, group: str) -> dict[str, Any]:
     """The metadata of the exported policy (module docstring), from the env built for the run.
 
@@ -213,6 +240,9 @@ def policy_metadata(loaded: LoadedRun, env, group: str) -> dict[str, Any]:
             "torch": torch.__version__,
         },
     }
+    commands = command_settings(env)
+    if commands:
+        meta["commands"] = commands
     action = getattr(env, "action_manager", None)
     robot_meta = getattr(env, "meta", None)
     mjcf = getattr(getattr(env, "cfg", None), "mjcf", None)
@@ -413,6 +443,6 @@ def export(
 
 
 __all__ = [
-    "ExportError", "ExportResult", "export", "export_onnx", "max_abs_diff",
+    "ExportError", "ExportResult", "command_settings", "export", "export_onnx", "max_abs_diff",
     "observation_terms", "policy_metadata", "read_metadata",
 ]
