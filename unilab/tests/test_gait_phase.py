@@ -215,3 +215,63 @@ def test_train_with_gait_logs_feet_phase(tmp_path):
     assert config["env"]["gait"]["enabled"] is True and config["env"]["rewards"]["feet_phase"] == 5.0
     feet = read_scalars(run)["Episode_Reward/feet_phase"]
     assert feet and all(0.0 < v <= 5.0 for _, _, v in feet)
+
+
+def test_the_robot_side_clock_reproduces_the_env_gait_columns():
+    """unilab.deploy.gait.GaitClock (numpy, one robot) against the env's GaitPhaseCommand over a
+    walk - stand - turn schedule: the same 4 columns at every step."""
+    import numpy as np
+
+    from unilab.deploy.gait import GaitClock
+    from unilab.envs.mdp.commands import VelocityCommandRanges
+
+    cfg = G1WalkFlatConfig(
+        gait={"enabled": True, "frequency_width_hz": 0.0, "randomize_phase": False, "period_s": 0.8},
+        rewards={"feet_phase": 5.0}, domain_randomization={"enabled": False}, push={"enabled": False},
+    )  # fmt: skip
+    env = make_env(cfg, backend_cls=MujocoBackend, num_envs=1, nthread=1, seed=0)
+    try:
+        twist, gait = env.commands["twist"], env.commands["gait"]
+
+        def hold(cmd):  # this command now and after any reset of the row
+            twist.ranges = VelocityCommandRanges(
+                lin_vel_x=(cmd[0],) * 2, lin_vel_y=(cmd[1],) * 2, ang_vel_z=(cmd[2],) * 2,
+                resampling_time_s=(1e9, 1e9), standing_fraction=0.0,
+            )  # fmt: skip
+            twist.command[:] = torch.tensor(cmd)
+
+        hold((0.5, 0.0, 0.0))
+        env.reset()
+        clock = GaitClock(period_s=0.8, dt_s=env.step_dt, stand_threshold=0.01)
+        np.testing.assert_allclose(clock.columns((0.5, 0.0, 0.0)), gait.command[0].numpy(), atol=1e-5)
+        schedule = [(0.5, 0.0, 0.0)] * 30 + [(0.0, 0.0, 0.0)] * 10 + [(0.0, 0.0, 0.8)] * 60
+        actions = torch.zeros(1, env.num_actions)  # the default pose: the robot may fall and reset
+        advanced = 0
+        for cmd in schedule:
+            hold(cmd)
+            _, _, terminated, truncated, _ = env.step(actions)
+            if bool(terminated[0] | truncated[0]):
+                clock.phase = 0.0  # the env restarted the row's clock (randomize_phase=false)
+            else:
+                clock.advance()
+                advanced += 1
+            np.testing.assert_allclose(clock.columns(cmd), gait.command[0].numpy(), atol=1e-4)
+        assert advanced >= 40
+        assert clock.columns((0.0, 0.0, 0.0)).tolist() == pytest.approx([0.0, 0.0, -1.0, -1.0], abs=1e-6)
+    finally:
+        env.close()
+
+
+def test_the_robot_side_clock_reads_the_policy_metadata():
+    from unilab.deploy.gait import GaitClock
+
+    meta = {"control": {"dt_s": 0.02},
+            "commands": {"gait": {"settings": {"period_s": 1.0, "stand_threshold": 0.01}}}}  # fmt: skip
+    clock = GaitClock.from_metadata(meta, phase=0.25)
+    assert (clock.period_s, clock.dt_s, clock.phase) == (1.0, 0.02, 0.25)
+    clock.advance()
+    assert clock.phase == pytest.approx(0.27)
+    with pytest.raises(ValueError, match="no commands.gait entry"):
+        GaitClock.from_metadata({"control": {"dt_s": 0.02}})
+    with pytest.raises(ValueError, match="phase must be in"):
+        GaitClock(1.0, 0.02, phase=1.0)
