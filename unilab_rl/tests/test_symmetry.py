@@ -49,6 +49,12 @@ def test_mirror_half_mirrors_the_second_half_and_keeps_rewards_and_the_buffer() 
     assert torch.equal(batch.obs["critic"][h:, 2], original.obs["critic"][h:, 2])  # t / T keeps its sign
     assert torch.equal(batch.rewards, original.rewards) and torch.equal(batch.terminated, original.terminated)
     assert torch.equal(buffer.obs["actor"], stored)  # the replay itself is untouched
+    # sample(mirror=...) draws the same rows and mirrors the same half
+    sampled = buffer.sample(9, generator=torch.Generator().manual_seed(0), mirror=MIRROR)
+    for field in batch._fields:
+        got, ref = getattr(sampled, field), getattr(batch, field)
+        pairs = [(got[g], ref[g]) for g in ref] if isinstance(ref, dict) else [(got, ref)]
+        assert all(torch.equal(a, b) for a, b in pairs), field
 
 
 def test_sac_samples_half_mirrored_batches_and_keeps_symmetric_statistics(make_sac) -> None:

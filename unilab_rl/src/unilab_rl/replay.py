@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import torch
 
-if TYPE_CHECKING:
-    from unilab_rl.vecenv import Mirror
+from unilab_rl.vecenv import Mirror, apply_mirror
 
 
 class Batch(NamedTuple):
@@ -145,13 +144,17 @@ class ReplayBuffer:
         self.ptr = (self.ptr + n) % self.capacity
         self.size = min(self.size + n, self.capacity)
 
-    def sample(self, batch_size: int, generator: torch.Generator | None = None) -> Batch:
+    def sample(
+        self, batch_size: int, generator: torch.Generator | None = None, mirror: Mirror | None = None
+    ) -> Batch:
         """Draw ``batch_size`` stored transitions uniformly, with replacement.
 
         Args:
             batch_size: B >= 1.
             generator: optional torch generator for the row indices (on any device; indices
                 are drawn on the generator's device and moved). ``None`` uses torch's global RNG.
+            mirror: symmetry augmentation: rows ``B // 2`` on are replaced by their mirror image
+                (:func:`mirror_half`); ``None`` leaves the batch as drawn.
 
         Returns:
             :class:`Batch` of B rows on the buffer's device.
@@ -166,13 +169,14 @@ class ReplayBuffer:
         index_device = generator.device if generator is not None else self.device
         idx = torch.randint(0, self.size, (batch_size,), device=index_device, generator=generator)
         idx = idx.to(self.device)  # (B,)
-        return Batch(
+        batch = Batch(
             obs={g: v[idx] for g, v in self.obs.items()},
             actions=self.actions[idx],
             rewards=self.rewards[idx],
             terminated=self.terminated[idx],
             next_obs={g: v[idx] for g, v in self.next_obs.items()},
         )
+        return batch if mirror is None else mirror_half(batch, mirror)
 
     def nbytes(self) -> int:
         """Bytes of storage the buffer holds."""
@@ -200,7 +204,7 @@ def block_rows(block: dict, device: torch.device | str) -> tuple[dict, int]:
     return out, nbytes
 
 
-def mirror_half(batch: Batch, mirror: "Mirror") -> Batch:
+def mirror_half(batch: Batch, mirror: Mirror) -> Batch:
     """Replace rows ``B // 2`` to ``B`` of ``batch`` by their left/right mirror image, in place
     (symmetry augmentation at constant batch size).
 
@@ -222,8 +226,7 @@ def mirror_half(batch: Batch, mirror: "Mirror") -> Batch:
     half = batch.actions.shape[0] // 2
 
     def flip(x: torch.Tensor, pair: tuple[torch.Tensor, torch.Tensor]) -> None:
-        perm, sign = pair
-        x[half:] = x[half:, perm] * sign
+        x[half:] = apply_mirror(x[half:], pair)
 
     for group in batch.obs:
         flip(batch.obs[group], mirror.obs[group])

@@ -40,7 +40,7 @@ from unilab_rl.algorithms.flashsac.networks import (
     normalize_parameters,
 )
 from unilab_rl.device import resolve_device
-from unilab_rl.replay import ReplayBuffer, block_rows, mirror_half
+from unilab_rl.replay import ReplayBuffer, block_rows
 from unilab_rl.vecenv import Mirror, VecEnv, learner_mirror, learner_spaces
 
 logger = logging.getLogger(__name__)
@@ -353,9 +353,7 @@ class FlashSAC:
         actor_logs: list[torch.Tensor] = []  # each (4,): actor loss, temperature loss, entropy, alpha
         lr = cfg.lr
         for _ in range(cfg.num_updates):
-            batch = self.replay.sample(cfg.batch_size)
-            if self.mirror is not None:  # symmetry: the second half becomes its mirror image
-                batch = mirror_half(batch, self.mirror)
+            batch = self.replay.sample(cfg.batch_size, mirror=self.mirror)  # symmetry: half mirrored
             rewards = batch.rewards if self.reward_scaler is None else self.reward_scaler(batch.rewards)
             lr = self._set_learning_rate()
 

@@ -193,7 +193,7 @@ class FlashSACConfig:
             )
         if self.num_blocks < 2:
             raise ValueError(f"FlashSACConfig.num_blocks must be >= 2, got {self.num_blocks!r}")
-        if self.num_collectors >= 1 and self.num_envs % self.num_collectors:
+        if self.num_envs % self.num_collectors:  # num_collectors >= 1 checked above
             raise ValueError(
                 f"FlashSACConfig.num_envs must be divisible by FlashSACConfig.num_collectors, got "
                 f"num_envs={self.num_envs} and num_collectors={self.num_collectors}"

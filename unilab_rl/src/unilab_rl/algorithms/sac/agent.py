@@ -20,7 +20,7 @@ from unilab_rl.algorithms.sac.config import SACConfig
 from unilab_rl.algorithms.sac.networks import Actor, Critic, DeterministicPolicy, ExplorationPolicy
 from unilab_rl.device import resolve_device
 from unilab_rl.normalizer import RunningMeanStd, batch_moments
-from unilab_rl.replay import Batch, ReplayBuffer, block_rows, mirror_half
+from unilab_rl.replay import Batch, ReplayBuffer, block_rows
 from unilab_rl.vecenv import Mirror, VecEnv, apply_mirror, learner_mirror, learner_spaces
 
 logger = logging.getLogger(__name__)
@@ -265,8 +265,7 @@ class SAC:
         Raises:
             ValueError: the replay buffer is empty.
         """
-        batch = self.replay.sample(self.cfg.batch_size)
-        return batch if self.mirror is None else mirror_half(batch, self.mirror)
+        return self.replay.sample(self.cfg.batch_size, mirror=self.mirror)
 
     # -- Learning ---------------------------------------------------------------------------
 
