@@ -64,6 +64,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from unilab_rl.vecenv import apply_mirror
+
 CASES: dict[str, tuple[float, float, float]] = {
     "stand": (0.0, 0.0, 0.0),
     "fwd0.5": (0.5, 0.0, 0.0),
@@ -86,25 +88,13 @@ LIN_STD2 = 0.25  # track_linear_velocity std = sqrt(0.25)
 
 
 def load_config(run_dir: Path, overrides: list[str]):
-    """The run's config (pydantic model) with ``overrides``, and a LoadedRun-like object for
-    :func:`unilab.deploy.loading.make_env` (which reads only ``cfg``, ``task`` and ``task_reg``).
-    Same merge as :func:`unilab.deploy.loading.load_run`, without a checkpoint."""
-    from unilab.config import build_run_model, deep_merge, parse_overrides
-    from unilab.deploy.loading import LoadedRun
-    from unilab.plugins import TASKS
-    from unilab.train import _lookup
-    from unilab_rl.registry import ALGORITHMS
-    from unisim._registry import BACKENDS
+    """The run's config with ``overrides`` (not the play settings: the run's own command ranges
+    stay), as a :class:`unilab.deploy.loading.LoadedRun` for
+    :func:`unilab.deploy.loading.make_env` (which reads only ``cfg``, ``task`` and ``task_reg``);
+    no checkpoint is loaded (``checkpoint`` names the ONNX file)."""
+    from unilab.deploy.loading import LoadedRun, run_config
 
-    run_config = json.loads((run_dir / "run_config.json").read_text())
-    algo, task, sim = run_config["algo"], run_config["task"], run_config.get("sim", "mujoco")
-    algo_reg = _lookup(ALGORITHMS, algo, "algorithm of the run")
-    task_reg = _lookup(TASKS, task, "task of the run")
-    backend_reg = _lookup(BACKENDS, sim, "simulator of the run")
-    model = build_run_model(algo_reg.item.config_cls, task_reg.item.config_cls)
-    cfg = model.model_validate(deep_merge(run_config["config"], parse_overrides(overrides)))
-    return LoadedRun(run_dir, run_dir / "policy.onnx", {}, algo, task, sim, algo_reg, task_reg,
-                     backend_reg, cfg, overrides)
+    return LoadedRun(run_dir, run_dir / "policy.onnx", {}, *run_config(run_dir, overrides, play=False))
 
 
 class MirroredPolicy:
@@ -112,13 +102,10 @@ class MirroredPolicy:
     brain); with a correct mirror, its biases are ``policy``'s with vy and wz negated."""
 
     def __init__(self, policy, mirror) -> None:
-        self.policy = policy
-        (self.operm, self.osign), (self.aperm, self.asign) = mirror.obs["actor"], mirror.actions
-        self.dim = policy.dim
+        self.policy, self.mirror, self.dim = policy, mirror, policy.dim
 
     def __call__(self, obs: torch.Tensor) -> torch.Tensor:
-        a = self.policy(obs[:, self.operm] * self.osign)
-        return a[:, self.aperm] * self.asign
+        return apply_mirror(self.policy(apply_mirror(obs, self.mirror.obs["actor"])), self.mirror.actions)
 
 
 class ExploringPolicy:
@@ -198,9 +185,8 @@ def run_case(env, policy, name, cmd, settle_steps, measure_steps, mirror_check=F
         actions = policy(obs)
         if mirror_check and t >= settle_steps:
             m = env.mirror
-            (operm, osign), (aperm, asign) = m.obs["actor"], m.actions
-            mirrored = policy(obs[:, operm] * osign)
-            mirror_err.append((mirrored - actions[:, aperm] * asign).abs().mean(dim=1))
+            mirrored = policy(apply_mirror(obs, m.obs["actor"]))
+            mirror_err.append((mirrored - apply_mirror(actions, m.actions)).abs().mean(dim=1))
             act_scale.append(actions.abs().mean(dim=1))
         out, _, terminated, truncated, _ = env.step(actions.to(env.device))
         obs = out["actor"]

@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from pydantic import BaseModel, ValidationError
@@ -133,6 +133,85 @@ def is_final_checkpoint(run_dir: Path, checkpoint: Path) -> bool:
     return isinstance(last, str) and path == (run_dir / last).resolve()
 
 
+def read_run_config(run_dir: Path) -> dict[str, Any]:
+    """``run_dir/run_config.json``, parsed.
+
+    Raises:
+        UserError: it cannot be read or parsed.
+    """
+    try:
+        return json.loads((run_dir / "run_config.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot read {run_dir / 'run_config.json'}: {exc}") from None
+
+
+class RunConfig(NamedTuple):
+    """A run's config as :func:`run_config` resolved it: plugin names, their registrations, the
+    validated config (pydantic model) and the overrides applied over the saved config, in order."""
+
+    algo: str
+    task: str
+    sim: str
+    algo_reg: Any
+    task_reg: Any
+    backend_reg: Any
+    cfg: BaseModel
+    overrides: list[str]
+
+
+def run_config(
+    run_dir: Path,
+    overrides: list[str] | tuple[str, ...] = (),
+    *,
+    payload: dict[str, Any] | None = None,
+    saved_run: dict[str, Any] | None = None,
+    play: bool = True,
+) -> RunConfig:
+    """The config of the run in ``run_dir``, from its ``run_config.json`` (or a checkpoint's
+    ``payload``, whose ``algo``, ``task`` and ``config`` win), with the task's play settings
+    (:data:`PLAY_OVERRIDES`, when ``play``) and ``overrides`` on top, validated.
+
+    Args:
+        saved_run: ``run_config.json`` as already read (:func:`read_run_config`); None reads it.
+
+    Raises:
+        UserError: an unreadable ``run_config.json``, a plugin the run used is not installed, or
+            an override/config that does not validate (one line each).
+    """
+    payload = payload or {}
+    saved_run = read_run_config(run_dir) if saved_run is None else saved_run
+    algo = payload.get("algo") or saved_run["algo"]
+    task = payload.get("task") or saved_run["task"]
+    sim = saved_run.get("sim", "mujoco")
+    algo_reg = _lookup(ALGORITHMS, algo, "algorithm of the run")
+    task_reg = _lookup(TASKS, task, "task of the run")
+    backend_reg = _lookup(BACKENDS, sim, "simulator of the run")
+
+    model = build_run_model(algo_reg.item.config_cls, task_reg.item.config_cls)
+    saved = payload.get("config") or saved_run.get("config") or {}
+    keys = set(valid_keys(model))
+    play_overrides = (getattr(task_reg.item, "play_overrides", None) or PLAY_OVERRIDES.get(task, [])) if play else []
+    play_overrides = [o for o in play_overrides if o.split("=", 1)[0] in keys]
+    try:
+        user = parse_overrides(list(overrides))
+        _check_keys(user, model, "the command line")
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+    tree = deep_merge(deep_merge(saved, parse_overrides(play_overrides)), user)
+    try:
+        cfg = model.model_validate(tree)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        detail = f"{err.get('input')!r} ({err['msg'].lower()})"
+        if any(key == k or key.startswith(k + ".") for k in _dotted_keys(user)):
+            raise UserError(f"invalid value for {key}: {detail}") from None
+        raise UserError(
+            f"the config of {run_dir} does not validate with the installed plugins: {key}: {detail}"
+        ) from None
+    return RunConfig(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, [*play_overrides, *overrides])
+
+
 def load_run(
     run: str,
     checkpoint: str | None = None,
@@ -158,48 +237,15 @@ def load_run(
     except FileNotFoundError as exc:
         raise UserError(str(exc)) from None
     ckpt_path = resolve_checkpoint(run_dir, checkpoint)
-    try:
-        run_config = json.loads((run_dir / "run_config.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise UserError(f"cannot read {run_dir / 'run_config.json'}: {exc}") from None
+    saved_run = read_run_config(run_dir)
     try:
         payload = torch.load(ckpt_path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is the user's to fix
         raise UserError(f"cannot load checkpoint {ckpt_path}: {type(exc).__name__}: {exc}") from None
     if not isinstance(payload, dict) or "agent" not in payload:
         raise UserError(f"{ckpt_path} is not a unilab checkpoint (no 'agent' entry)")
-
-    algo = payload.get("algo") or run_config["algo"]
-    task = payload.get("task") or run_config["task"]
-    sim = run_config.get("sim", "mujoco")
-    algo_reg = _lookup(ALGORITHMS, algo, "algorithm of the run")
-    task_reg = _lookup(TASKS, task, "task of the run")
-    backend_reg = _lookup(BACKENDS, sim, "simulator of the run")
-
-    model = build_run_model(algo_reg.item.config_cls, task_reg.item.config_cls)
-    saved = payload.get("config") or run_config.get("config") or {}
-    keys = set(valid_keys(model))
-    play = getattr(task_reg.item, "play_overrides", None) or PLAY_OVERRIDES.get(task, [])
-    play = [o for o in play if o.split("=", 1)[0] in keys]
-    try:
-        user = parse_overrides(list(overrides))
-        _check_keys(user, model, "the command line")
-    except ConfigError as exc:
-        raise UserError(str(exc)) from None
-    tree = deep_merge(deep_merge(saved, parse_overrides(play)), user)
-    try:
-        cfg = model.model_validate(tree)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(p) for p in err["loc"])
-        detail = f"{err.get('input')!r} ({err['msg'].lower()})"
-        if any(key == k or key.startswith(k + ".") for k in _dotted_keys(user)):
-            raise UserError(f"invalid value for {key}: {detail}") from None
-        raise UserError(
-            f"the config of {run_dir} does not validate with the installed plugins: {key}: {detail}"
-        ) from None
-    return LoadedRun(run_dir, ckpt_path, payload, algo, task, sim, algo_reg, task_reg, backend_reg, cfg,
-                     [*play, *overrides], final=is_final_checkpoint(run_dir, ckpt_path))
+    rc = run_config(run_dir, overrides, payload=payload, saved_run=saved_run)
+    return LoadedRun(run_dir, ckpt_path, payload, *rc, final=is_final_checkpoint(run_dir, ckpt_path))
 
 
 def _dotted_keys(tree: dict, prefix: str = "") -> list[str]:
@@ -392,6 +438,7 @@ def relative_to_run(path: Path, run_dir: Path) -> str:
 
 
 __all__ = [
-    "LoadedRun", "PLAY_OVERRIDES", "Rollout", "is_final_checkpoint", "load_run", "make_env", "make_policy",
-    "record_result", "relative_to_run", "resolve_checkpoint", "rollout", "update_summary",
+    "LoadedRun", "PLAY_OVERRIDES", "Rollout", "RunConfig", "is_final_checkpoint", "load_run", "make_env",
+    "make_policy", "read_run_config", "record_result", "relative_to_run", "resolve_checkpoint", "rollout",
+    "run_config", "update_summary",
 ]
