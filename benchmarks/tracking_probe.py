@@ -92,9 +92,9 @@ def load_config(run_dir: Path, overrides: list[str]):
     stay), as a :class:`unilab.deploy.loading.LoadedRun` for
     :func:`unilab.deploy.loading.make_env` (which reads only ``cfg``, ``task`` and ``task_reg``);
     no checkpoint is loaded (``checkpoint`` names the ONNX file)."""
-    from unilab.deploy.loading import LoadedRun, run_config
+    from unilab.deploy.loading import run_config
 
-    return LoadedRun(run_dir, run_dir / "policy.onnx", {}, *run_config(run_dir, overrides, play=False))
+    return run_config(run_dir, overrides, checkpoint=run_dir / "policy.onnx", play=False)
 
 
 class MirroredPolicy:

@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 from pydantic import BaseModel, ValidationError
@@ -145,33 +145,24 @@ def read_run_config(run_dir: Path) -> dict[str, Any]:
         raise UserError(f"cannot read {run_dir / 'run_config.json'}: {exc}") from None
 
 
-class RunConfig(NamedTuple):
-    """A run's config as :func:`run_config` resolved it: plugin names, their registrations, the
-    validated config (pydantic model) and the overrides applied over the saved config, in order."""
-
-    algo: str
-    task: str
-    sim: str
-    algo_reg: Any
-    task_reg: Any
-    backend_reg: Any
-    cfg: BaseModel
-    overrides: list[str]
-
-
 def run_config(
     run_dir: Path,
     overrides: list[str] | tuple[str, ...] = (),
     *,
+    checkpoint: Path,
     payload: dict[str, Any] | None = None,
     saved_run: dict[str, Any] | None = None,
     play: bool = True,
-) -> RunConfig:
-    """The config of the run in ``run_dir``, from its ``run_config.json`` (or a checkpoint's
+) -> LoadedRun:
+    """The run in ``run_dir`` with its config: from its ``run_config.json`` (or a checkpoint's
     ``payload``, whose ``algo``, ``task`` and ``config`` win), with the task's play settings
-    (:data:`PLAY_OVERRIDES`, when ``play``) and ``overrides`` on top, validated.
+    (:data:`PLAY_OVERRIDES`, when ``play``) and ``overrides`` on top, validated, and its plugins
+    resolved. :func:`load_run` calls it with the loaded checkpoint; a caller that needs only the
+    config passes an empty ``payload``.
 
     Args:
+        checkpoint: the file the result names as its checkpoint (``LoadedRun.checkpoint``).
+        payload: the checkpoint dict, or None.
         saved_run: ``run_config.json`` as already read (:func:`read_run_config`); None reads it.
 
     Raises:
@@ -209,7 +200,8 @@ def run_config(
         raise UserError(
             f"the config of {run_dir} does not validate with the installed plugins: {key}: {detail}"
         ) from None
-    return RunConfig(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, [*play_overrides, *overrides])
+    return LoadedRun(run_dir, checkpoint, payload, algo, task, sim, algo_reg, task_reg, backend_reg, cfg,
+                     [*play_overrides, *overrides], final=is_final_checkpoint(run_dir, checkpoint))
 
 
 def load_run(
@@ -244,8 +236,7 @@ def load_run(
         raise UserError(f"cannot load checkpoint {ckpt_path}: {type(exc).__name__}: {exc}") from None
     if not isinstance(payload, dict) or "agent" not in payload:
         raise UserError(f"{ckpt_path} is not a unilab checkpoint (no 'agent' entry)")
-    rc = run_config(run_dir, overrides, payload=payload, saved_run=saved_run)
-    return LoadedRun(run_dir, ckpt_path, payload, *rc, final=is_final_checkpoint(run_dir, ckpt_path))
+    return run_config(run_dir, overrides, checkpoint=ckpt_path, payload=payload, saved_run=saved_run)
 
 
 def _dotted_keys(tree: dict, prefix: str = "") -> list[str]:
@@ -438,7 +429,7 @@ def relative_to_run(path: Path, run_dir: Path) -> str:
 
 
 __all__ = [
-    "LoadedRun", "PLAY_OVERRIDES", "Rollout", "RunConfig", "is_final_checkpoint", "load_run", "make_env",
+    "LoadedRun", "PLAY_OVERRIDES", "Rollout", "is_final_checkpoint", "load_run", "make_env",
     "make_policy", "read_run_config", "record_result", "relative_to_run", "resolve_checkpoint", "rollout",
     "run_config", "update_summary",
 ]
