@@ -57,19 +57,19 @@ POSTURE_STD_WALKING = {
     r".*shoulder_pitch.*": 0.15, r".*shoulder_roll.*": 0.15, r".*shoulder_yaw.*": 0.1,
     r".*elbow.*": 0.15, r".*wrist.*": 0.3,
 }  # fmt: skip
-# Per-joint weights of the quadratic pose penalty (holosoma ``g1_29dof_loco`` ``pose``, listed
-# there in G1 joint order): the stride joints nearly free, hip yaw and ankles held, the waist and
-# arms pinned to the default pose.
-POSE_L2_WEIGHTS = {
-    r".*hip_pitch.*": 0.01, r".*hip_roll.*": 1.0, r".*hip_yaw.*": 5.0, r".*knee.*": 0.01,
-    r".*ankle.*": 5.0, r"waist_.*": 50.0, r".*(shoulder|elbow|wrist).*": 50.0,
-}  # fmt: skip
 POSTURE_STD_RUNNING = {
     r".*hip_pitch.*": 0.5, r".*hip_roll.*": 0.2, r".*hip_yaw.*": 0.2, r".*knee.*": 0.6,
     r".*ankle_pitch.*": 0.35, r".*ankle_roll.*": 0.15,
     r".*waist_yaw.*": 0.3, r".*waist_roll.*": 0.08, r".*waist_pitch.*": 0.2,
     r".*shoulder_pitch.*": 0.5, r".*shoulder_roll.*": 0.2, r".*shoulder_yaw.*": 0.15,
     r".*elbow.*": 0.35, r".*wrist.*": 0.3,
+}  # fmt: skip
+# Per-joint weights of the quadratic pose penalty (holosoma ``g1_29dof_loco`` ``pose``, listed
+# there in G1 joint order): the stride joints nearly free, hip yaw and ankles held, the waist and
+# arms pinned to the default pose.
+POSE_L2_WEIGHTS = {
+    r".*hip_pitch.*": 0.01, r".*hip_roll.*": 1.0, r".*hip_yaw.*": 5.0, r".*knee.*": 0.01,
+    r".*ankle.*": 5.0, r"waist_.*": 50.0, r".*(shoulder|elbow|wrist).*": 50.0,
 }  # fmt: skip
 
 
