@@ -30,6 +30,11 @@ the other in this process:
 
     python benchmarks/async_vs_sync.py --num-envs 1024 --iterations 300 --device cuda --policy-device cpu,learner
 
+Before the first training row, an untimed ``warmup`` (sync, ``learning_starts + 3`` iterations)
+compiles the update once, so that no row pays the first ``torch.compile`` (tens of seconds on the
+GPU machine; it also takes CPU cores from physics) and the rows' order does not decide the
+comparison; ``--no-warmup`` skips it.
+
 Physics threads: ``--nthread`` (0 = :func:`unilab.train.thread_split`'s choice: in async mode the
 cores left after the collector and learner threads; in sync mode every core). Learner torch
 threads: ``--learner-threads`` in both runtimes when given (on a busy CPU, torch's default thread
@@ -72,6 +77,8 @@ def main() -> None:
     parser.add_argument("--preset", default="laptop")
     parser.add_argument("--set", action="append", default=[], help="extra key=value override (repeatable)")
     parser.add_argument("--skip", action="append", default=[], choices=["backend", "physics", "inference", "sync", "async"])
+    parser.add_argument("--no-warmup", dest="warmup", action="store_false",
+                        help="skip the untimed compile warm-up before the first training row")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     args = parser.parse_args()
     collector_counts = [int(k) for k in str(args.num_collectors).split(",") if k.strip()]
@@ -110,8 +117,11 @@ def main() -> None:
     if "async" not in args.skip:
         runs += [("async" + ("" if k == 1 else f"_k{k}") + ("" if p == "cpu" else f"_{p}"), k, p)
                  for k in collector_counts for p in policy_devices]
+    if args.warmup and any(r[0] == "sync" or r[0].startswith("async") for r in runs):
+        first = next(i for i, r in enumerate(runs) if r[0] == "sync" or r[0].startswith("async"))
+        runs.insert(first, ("warmup", 1, "cpu"))
     for key, num_collectors, policy_device in runs:
-        runtime = "async" if key.startswith("async") or key == "backend" else key
+        runtime = "async" if key.startswith("async") or key == "backend" else "sync" if key == "warmup" else key
         seed_everything(cfg.training.seed)
         algo_cfg = _algo_config(algo_reg, cfg.model_copy(update={"algo": cfg.algo.model_copy(
             update={"runtime": "async" if runtime == "async" else "sync", "num_collectors": num_collectors,
@@ -162,23 +172,28 @@ def main() -> None:
                 else:
                     runner = AsyncOffPolicyRunner(env_fn(threads["physics_per_collector"]), agent,
                                                   env_seed=cfg.training.seed)
-                summary = runner.learn(args.iterations)
-                steady = summary.wall_time_s - summary.collector_start_time_s
-                results[key] = {
-                    "env_steps_per_s": summary.fps,
-                    "steady_env_steps_per_s": summary.env_steps / steady if steady > 0 else None,
-                    "wall_time_s": summary.wall_time_s,
-                    "collector_start_time_s": summary.collector_start_time_s,
-                    "collection_time_s": summary.collection_time_s,
-                    "learning_time_s": summary.learning_time_s,
-                    "learner_wait_time_s": summary.learner_wait_time_s,
-                    "collector_wait_time_s": summary.collector_wait_time_s,
-                    "utd_ratio": summary.utd_ratio,
-                    "transfer": summary.transfer,
-                    "policy_device": summary.policy_device or str(device),  # sync: the learner acts
-                    "threads": threads,
-                    "compile_backend": getattr(agent, "compile_backend", "eager"),
-                }
+                if key == "warmup":  # compile the update once; not a measurement
+                    summary = runner.learn(algo_cfg.learning_starts + 3)
+                    results[key] = {"iterations": summary.iterations, "wall_time_s": summary.wall_time_s,
+                                    "learning_time_s": summary.learning_time_s, "threads": threads}
+                else:
+                    summary = runner.learn(args.iterations)
+                    steady = summary.wall_time_s - summary.collector_start_time_s
+                    results[key] = {
+                        "env_steps_per_s": summary.fps,
+                        "steady_env_steps_per_s": summary.env_steps / steady if steady > 0 else None,
+                        "wall_time_s": summary.wall_time_s,
+                        "collector_start_time_s": summary.collector_start_time_s,
+                        "collection_time_s": summary.collection_time_s,
+                        "learning_time_s": summary.learning_time_s,
+                        "learner_wait_time_s": summary.learner_wait_time_s,
+                        "collector_wait_time_s": summary.collector_wait_time_s,
+                        "utd_ratio": summary.utd_ratio,
+                        "transfer": summary.transfer,
+                        "policy_device": summary.policy_device or str(device),  # sync: the learner acts
+                        "threads": threads,
+                        "compile_backend": getattr(agent, "compile_backend", "eager"),
+                    }
         finally:
             env.close()
         print(key, json.dumps(results[key], default=str), flush=True)

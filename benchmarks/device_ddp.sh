@@ -8,6 +8,8 @@
 # Run 2: training.devices=[0,1] (two ranks, NCCL, each with half the cores and its own envs:
 #        algo.num_envs per rank, so twice the envs in total).
 # Each run's directory comes back as OUTDIR/run_<n>gpu.tgz.
+# Overrides for one run only: env DDP_ARGS_1GPU / DDP_ARGS_2GPU (space-separated key=value), e.g. a
+# shorter algo.max_iterations for the 2-GPU run, which walks sooner.
 # Each run is stopped with SIGINT after SECONDS (or ends at algo.max_iterations if given) (rank 0 writes run_summary.json, status
 # interrupted). Prints per run: env steps/s over the whole run (run_summary.json, all ranks,
 # start-up and compile included) and the last progress line's rate (steady state, all ranks).
@@ -21,13 +23,14 @@ python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.i
 echo "cores: $(nproc)"
 for devices in '[0]' '[0,1]'; do
   n=$(python3 -c "print(len($devices))")
+  extra_var=DDP_ARGS_${n}GPU; read -r -a extra <<< "${!extra_var:-}"
   logs=/tmp/logs_ddp_$n
   rm -rf "$logs"
   echo "== training.devices=$devices for ${secs} s"
   t0=$(date +%s)
   timeout -s INT -k 120 "$secs" python3 -m unilab.cli train --algo sac --task g1_walk_flat --sim mujoco \
     algo.max_iterations=100000000 training.no_play=true training.log_dir="$logs" \
-    training.devices="$devices" "$@" > "$out/train_${n}gpu.log" 2>&1 || true
+    training.devices="$devices" "$@" "${extra[@]}" > "$out/train_${n}gpu.log" 2>&1 || true
   if [ $(( $(date +%s) - t0 )) -lt 90 ]; then
     # A failure within 90 s (e.g. CUDA graphs vs the in-place gradient all-reduce): once more
     # without CUDA graphs, for the rest of the time.
@@ -35,7 +38,7 @@ for devices in '[0]' '[0,1]'; do
     tail -n 30 "$out/train_${n}gpu.log"; mv "$out/train_${n}gpu.log" "$out/train_${n}gpu_failed.log"; rm -rf "$logs"
     timeout -s INT -k 120 $(( secs - $(date +%s) + t0 )) python3 -m unilab.cli train --algo sac --task g1_walk_flat \
       --sim mujoco algo.max_iterations=100000000 training.no_play=true training.log_dir="$logs" \
-      training.devices="$devices" algo.compile_mode=max-autotune-no-cudagraphs "$@" > "$out/train_${n}gpu.log" 2>&1 || true
+      training.devices="$devices" algo.compile_mode=max-autotune-no-cudagraphs "$@" "${extra[@]}" > "$out/train_${n}gpu.log" 2>&1 || true
   fi
   tail -n 5 "$out/train_${n}gpu.log"
   summary=$(ls "$logs"/sac/g1_walk_flat/*/run_summary.json 2>/dev/null | head -n 1)

@@ -8,6 +8,8 @@
 # Usage: bash benchmarks/device_walk.sh OUTDIR LIMIT_S "A overrides" "B overrides"
 #   An override string may start with "algo=flashsac " to train another registered algorithm, e.g.
 #   FlashSAC vs SAC side by side: ... "algo=flashsac algo.runtime=async" "".
+#   After it, "task=NAME " trains another task (default g1_walk_flat), e.g.
+#   "algo=flashsac task=g1_motion_tracking algo.runtime=async".
 # An async run that fails within 90 s is repeated with algo.runtime=sync (reported in the log).
 set -uo pipefail
 out=$1; limit=$2; a=$3; b=$4
@@ -19,12 +21,13 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 MUJOCO_GL=egl PYOPENGL_PLATFORM=egl
 mkdir -p "$out"; nproc; nvidia-smi -L
 one() {
-  local tag=$1 gpu=$2 cpus=$3 args=$4 algo=sac t0 rc d
-  if [[ "$args" == algo=* ]]; then algo=${args%% *}; algo=${algo#algo=}; args=${args#"algo=$algo"}; fi
+  local tag=$1 gpu=$2 cpus=$3 args=$4 algo=sac task=g1_walk_flat t0 rc d
+  if [[ "$args" == algo=* ]]; then algo=${args%% *}; algo=${algo#algo=}; args=${args#"algo=$algo"}; args=${args# }; fi
+  if [[ "$args" == task=* ]]; then task=${args%% *}; task=${task#task=}; args=${args#"task=$task"}; fi
   t0=$(date +%s)
   # shellcheck disable=SC2086
   CUDA_VISIBLE_DEVICES=$gpu timeout --foreground --preserve-status -s INT "$limit" taskset -c "$cpus" python3 -m unilab.cli train \
-    --algo "$algo" --task g1_walk_flat --sim mujoco training.log_dir=/tmp/$tag training.progress=false \
+    --algo "$algo" --task "$task" --sim mujoco training.log_dir=/tmp/$tag training.progress=false \
     $args >"/tmp/$tag.log" 2>&1
   rc=$?
   if [ $rc -ne 0 ] && [ $(( $(date +%s) - t0 )) -lt 90 ] && [[ "$args" == *runtime=async* ]]; then
@@ -32,14 +35,14 @@ one() {
     rm -rf "/tmp/$tag/$algo"
     # shellcheck disable=SC2086
     CUDA_VISIBLE_DEVICES=$gpu timeout --foreground --preserve-status -s INT $(( limit - $(date +%s) + t0 )) taskset -c "$cpus" \
-      python3 -m unilab.cli train --algo "$algo" --task g1_walk_flat --sim mujoco training.log_dir=/tmp/$tag \
+      python3 -m unilab.cli train --algo "$algo" --task "$task" --sim mujoco training.log_dir=/tmp/$tag \
       training.progress=false ${args//runtime=async/runtime=sync} >>"/tmp/$tag.log" 2>&1
     rc=$?
   fi
   # --preserve-status: python's own status. 130 with "training stopped by SIGINT" in the log is a
   # clean stop; 130 without it, or 137, means the process died of the signal (see docs/benchmarks.md).
   echo "[$tag] exit code $rc after $(( $(date +%s) - t0 )) s" >>"/tmp/$tag.log"
-  d=$(ls -d /tmp/$tag/"$algo"/g1_walk_flat/*/ | head -1)
+  d=$(ls -d /tmp/$tag/"$algo"/"$task"/*/ | head -1)
   cp "/tmp/$tag.log" "$d/train.log"
   # The last checkpoint's policy as ONNX (about 1 MB, checkpoints stay behind): enough to roll the
   # policy out again on another machine (a run stopped by a signal exports no policy of its own).
