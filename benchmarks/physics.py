@@ -550,7 +550,7 @@ def run_cell(xml, model, n, t, variants, args, s_int, s_full, ctrl, log):
             o = objs[v]
             o.restart()
             o.step()  # warm up
-            s = Sample(o.step, n, args.window, clock=args.clock)
+            s = Sample(o.step, n, args.window, min_steps=args.min_steps, clock=args.clock)
             samples[v].append(s.rate)
             foreign.append(s.foreign)
         order = order[1:] + order[:1]  # rotate, so no variant always follows the reference
@@ -660,7 +660,10 @@ def main(argv=None) -> int:
     p.add_argument("--slow-threads", type=ints, default=[1, 2, 16],
                    help="threads at which rollout runs (pyloop: 1 only; default 1,2,16)")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--window", type=float, default=0.5, help="s per timed sample (>= 2 steps)")
+    p.add_argument("--window", type=float, default=0.5, help="s per timed sample (>= --min-steps steps)")
+    p.add_argument("--min-steps", type=int, default=2,
+                   help="env steps per timed sample at least (large nworld x few threads: 0.5 s holds only "
+                        "2-3 steps, so one slow step moves the paired ratio; e.g. 6)")
     p.add_argument("--limit-window", type=float, default=0.15, help="s per limit sample")
     p.add_argument("--limit-mode", choices=("concurrent", "single"), default="concurrent",
                    help="per-core limit measured with as many loops at once as the cell's threads "
@@ -684,6 +687,8 @@ def main(argv=None) -> int:
     bad = [v for v in args.variants if v not in MAKERS]
     if bad:
         p.error(f"unknown variants {bad}; valid: {', '.join(VARIANTS)}")
+    if args.min_steps < 1:
+        p.error(f"--min-steps must be >= 1, got {args.min_steps}")
 
     t_start = time.perf_counter()
     log = lambda s: print(s, flush=True)  # noqa: E731
