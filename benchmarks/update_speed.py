@@ -1,0 +1,170 @@
+"""Learner update speed per algorithm and ``torch.compile`` mode, without physics.
+
+From the repository root (packages installed), e.g. on the GPU machine:
+
+    python benchmarks/update_speed.py --device cuda --algos sac,flashsac \\
+        --modes eager,default,reduce-overhead,max-autotune-no-cudagraphs
+
+For each algorithm x mode, in a fresh Python process (so no compile cache or dynamo state carries
+over from the previous mode; inductor's on-disk cache may), it builds the agent exactly as
+``unilab train --algo A --task T --sim mujoco`` would (owner YAML, ``--preset``, ``--set``
+overrides; ``algo.compile_mode`` = the mode, ``algo.use_compile=false`` for ``eager``), fills its
+replay buffer with ``learning_starts`` env steps of random transitions (Gaussian observations,
+uniform actions in the action box, rewards N(0, 1), 1 % terminations), then calls
+``agent.update()``:
+
+* ``first``: the first call, which compiles (s);
+* ``ms/update``: the median over ``--repeats`` timings of ``--updates`` calls each, after
+  ``--warmup`` untimed calls, with the device synchronized around each timing. One call is one
+  iteration's learning: ``num_updates`` critic updates plus the actor and temperature updates due
+  (FlashSAC: every ``actor_update_period``-th);
+* ``ms/critic update``: that divided by ``num_updates``; ``samples/s``: transitions drawn per
+  second (``num_updates * batch_size`` per call).
+
+The replay is shrunk to ``--buffer-per-env`` steps per env (sampling cost does not depend on the
+capacity; FlashSAC's owner replay alone is about 19 GB). The env is built once per process, only
+for its observation and action sizes, mirror and bounds; it is not stepped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+MODES = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def one(args: argparse.Namespace, algo: str, mode: str) -> dict:
+    """Build, fill and time one agent; returns the row (see the module docstring)."""
+    import torch
+
+    from unilab.train import _algo_config, prepare, seed_everything
+    from unilab_rl.device import resolve_device
+
+    overrides = [f"algo.buffer_size_per_env={args.buffer_per_env}", *args.set]
+    overrides += ["algo.use_compile=false"] if mode == "eager" else ["algo.use_compile=true",
+                                                                     f"algo.compile_mode={mode}"]
+    algo_reg, task_reg, backend_reg, cfg = prepare(algo, args.task, "mujoco", overrides, args.preset or None)
+    device = resolve_device(args.device)
+    if device.type == "cuda":
+        torch.set_float32_matmul_precision("high")
+    seed_everything(cfg.training.seed)
+    algo_cfg = _algo_config(algo_reg, cfg)
+    n = algo_cfg.num_envs
+    env = task_reg.item.make_env(cfg.env, backend_cls=backend_reg.item, num_envs=n, nthread=1,
+                                 cpu_ids=None, robot_mjcf=cfg.robot.mjcf, seed=cfg.training.seed)
+    try:
+        agent = algo_reg.item.make_agent(env, algo_cfg, device)
+        obs_dims = dict(env.obs_dims)
+        gen = torch.Generator().manual_seed(0)
+        low, high = env.action_low.cpu(), env.action_high.cpu()
+    finally:
+        env.close()
+    fill = max(algo_cfg.learning_starts, 1)
+    if fill > args.buffer_per_env:
+        raise SystemExit(f"--buffer-per-env {args.buffer_per_env} < learning_starts {fill}: raise it")
+
+    def rand_obs() -> dict[str, torch.Tensor]:
+        return {g: torch.randn(n, d, generator=gen) for g, d in obs_dims.items()}
+
+    obs = rand_obs()
+    for _ in range(fill):
+        nxt = rand_obs()
+        actions = low + (high - low) * torch.rand(n, low.numel(), generator=gen)
+        agent.store(obs, actions, torch.randn(n, generator=gen), torch.rand(n, generator=gen) < 0.01, nxt,
+                    torch.zeros(n, dtype=torch.bool))
+        obs = nxt
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    sync()
+    t0 = time.perf_counter()
+    agent.update()
+    sync()
+    first = time.perf_counter() - t0
+    for _ in range(args.warmup):
+        agent.update()
+    times = []
+    for _ in range(args.repeats):
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(args.updates):
+            agent.update()
+        sync()
+        times.append((time.perf_counter() - t0) / args.updates)
+    ms = 1e3 * statistics.median(times)
+    k, batch = algo_cfg.num_updates, algo_cfg.batch_size
+    return {"algo": algo, "mode": mode, "device": str(device), "num_envs": n, "batch_size": batch,
+            "num_updates": k, "first_s": first, "ms_per_update_call": ms, "ms_per_critic_update": ms / k,
+            "samples_per_s": k * batch / (ms / 1e3), "timings_ms": [1e3 * t for t in times],
+            "compile_backend": getattr(agent, "compile_backend", "eager")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--algos", default="sac,flashsac")
+    p.add_argument("--modes", default="eager,default,reduce-overhead")
+    p.add_argument("--task", default="g1_walk_flat")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--preset", default="")
+    p.add_argument("--set", action="append", default=[], help="extra key=value override (repeatable)")
+    p.add_argument("--updates", type=int, default=20, help="update() calls per timing")
+    p.add_argument("--repeats", type=int, default=5, help="timings; the median is reported")
+    p.add_argument("--warmup", type=int, default=5, help="untimed update() calls after the first")
+    p.add_argument("--buffer-per-env", type=int, default=256)
+    p.add_argument("--timeout", type=float, default=900, help="s per algorithm x mode process")
+    p.add_argument("--out", default=None, help="write the rows as JSON here")
+    p.add_argument("--one", default=None, help=argparse.SUPPRESS)  # ALGO:MODE, in the child process
+    args = p.parse_args(argv)
+    for name in ("updates", "repeats", "buffer_per_env"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.one:
+        algo, mode = args.one.split(":", 1)
+        print("ROW " + json.dumps(one(args, algo, mode)), flush=True)
+        return 0
+
+    algos = [a.strip() for a in args.algos.split(",") if a.strip()]
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        p.error(f"--modes: each must be one of {', '.join(MODES)}, got {bad or args.modes!r}")
+    child = [a for a in (argv if argv is not None else sys.argv[1:])]
+    rows = []
+    for algo in algos:
+        for mode in modes:
+            cmd = [sys.executable, __file__, *child, "--one", f"{algo}:{mode}"]
+            try:
+                res = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+            except subprocess.TimeoutExpired:
+                row = {"algo": algo, "mode": mode, "error": f"no result within --timeout {args.timeout:g} s"}
+            else:
+                found = [ln[4:] for ln in res.stdout.splitlines() if ln.startswith("ROW ")]
+                row = json.loads(found[-1]) if found else {
+                    "algo": algo, "mode": mode,
+                    "error": (res.stderr.strip().splitlines() or [f"exit code {res.returncode}"])[-1]}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    print()
+    print(f"{'algo':10s} {'mode':28s} {'batch':>6s} {'upd':>4s} {'first (s)':>9s} {'ms/update':>10s} "
+          f"{'ms/critic':>10s} {'samples/s':>11s}")
+    for r in rows:
+        if "error" in r:
+            print(f"{r['algo']:10s} {r['mode']:28s} error: {r['error']}")
+            continue
+        print(f"{r['algo']:10s} {r['mode']:28s} {r['batch_size']:6d} {r['num_updates']:4d} {r['first_s']:9.1f} "
+              f"{r['ms_per_update_call']:10.2f} {r['ms_per_critic_update']:10.2f} {r['samples_per_s']:11.0f}")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(rows, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
