@@ -71,6 +71,32 @@ def test_play_writes_an_mp4_of_the_configured_size_and_frame_count(run_dir, tmp_
     assert "env.observation_noise=false" in s["play"]["overrides"]
 
 
+def test_play_reports_each_reward_term_and_termination_of_the_deterministic_policy(run_dir):
+    steps, n = 60, 3
+    result = play(str(run_dir), num_envs=n, steps=steps, record_video=False)
+    terms = result.reward_terms
+    assert {"track_linear_velocity", "alive", "pose_l2", "feet_phase"} <= set(terms)
+    # The terms' contributions add up to the reward the episodes collected.
+    total = sum(t["reward"] for t in terms.values()) * steps * n
+    assert total == pytest.approx(float(result.episode_returns.sum()), rel=1e-4, abs=1e-6)
+    step_dt = result.step_dt
+    for name, t in terms.items():
+        if t["weight"] > 0:  # not scaled by the penalty curriculum: reward = weight * value * dt
+            assert t["reward"] == pytest.approx(t["weight"] * t["value"] * step_dt, rel=1e-5), name
+    assert 0.0 <= terms["track_linear_velocity"]["value"] <= 1.0  # an exp kernel
+    # is_alive is 0 exactly on the step that terminated an episode.
+    assert terms["alive"]["value"] == pytest.approx(1.0 - result.episodes_terminated / (steps * n))
+    assert terms["pose_l2"]["value"] > 0 and terms["pose_l2"]["reward"] < 0
+    # Every episode a termination term ended counts at least once under that term.
+    assert set(result.terminations) >= {"time_out", "fell_over"}
+    ended = sum(c for name, c in result.terminations.items() if name != "time_out")
+    assert ended >= result.episodes_terminated
+    lines = "\n".join(result.lines())
+    assert "reward terms, mean per env step" in lines and "track_linear_velocity" in lines
+    s = summary(run_dir)["play"]
+    assert s["reward_terms"]["alive"]["weight"] == 1.0 and s["terminations"] == result.terminations
+
+
 def test_fps_must_divide_the_control_rate(run_dir):
     with pytest.raises(UserError, match="--fps 30 is not the control rate"):
         play(str(run_dir), num_envs=1, steps=4, fps=30)

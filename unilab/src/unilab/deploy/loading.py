@@ -12,7 +12,7 @@ import dataclasses
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -313,6 +313,14 @@ class Rollout:
         returns: (episodes,) float64 return of each episode, ended or cut by the end of the rollout.
         lengths: (episodes,) int64 their lengths in env steps.
         terminated: (episodes,) bool, ended by a termination term (not a time-out or the end).
+        reward_terms: term -> ``{"weight", "value", "reward"}`` over all env steps of all worlds:
+            ``value`` the mean of the term itself (e.g. a tracking kernel in [0, 1]; None if its
+            penalty scale was 0 throughout), ``reward`` the mean of what it added to the reward
+            per env step (``weight * value * step_dt``, penalty scale included), so the ``reward``
+            values times ``steps * num_envs`` add up to the sum of ``returns``. Empty for an env
+            without a ``reward_manager``.
+        terminations: term -> how many times it fired (a row can trip several terms in one step;
+            time-out terms included). Empty for an env without a ``termination_manager``.
     """
 
     observations: torch.Tensor
@@ -320,6 +328,8 @@ class Rollout:
     returns: torch.Tensor
     lengths: torch.Tensor
     terminated: torch.Tensor
+    reward_terms: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    terminations: dict[str, int] = field(default_factory=dict)
 
 
 def rollout(env, policy: torch.nn.Module, steps: int, *, group: str = "actor", frame_stride: int = 0) -> Rollout:
@@ -357,11 +367,27 @@ def _rollout(env, policy: torch.nn.Module, steps: int, group: str, frame_stride:
     ep_length = torch.zeros(n, dtype=torch.long)
     seen, frames = [], []
     returns, lengths, terminated_eps = [], [], []
+    rewards_mgr = getattr(env, "reward_manager", None)
+    terms_mgr = getattr(env, "termination_manager", None)
+    names = list(getattr(rewards_mgr, "names", []))
+    weighted = torch.zeros(len(names), dtype=torch.float64)  # sums over steps and worlds
+    raw = torch.zeros(len(names), dtype=torch.float64)
+    raw_count = torch.zeros(len(names), dtype=torch.float64)
+    fired = torch.zeros(len(getattr(terms_mgr, "names", [])), dtype=torch.long)
     for t in range(steps):
         o = obs[group].to("cpu", torch.float32)
         seen.append(o.clone())
         actions = policy(o).to(env.device)
         obs, reward, terminated, truncated, _ = env.step(actions)
+        if names:
+            last = rewards_mgr.last.to("cpu", torch.float64)  # (N, T)
+            scale = rewards_mgr.last_scale.to("cpu", torch.float64)  # (T,)
+            weighted += last.sum(dim=0)
+            nonzero = scale != 0
+            raw[nonzero] += (last[:, nonzero] / scale[nonzero]).sum(dim=0)
+            raw_count[nonzero] += n
+        if fired.numel():
+            fired += terms_mgr.last.to("cpu").long().sum(dim=0)
         ep_return += reward.to("cpu", torch.float64)
         ep_length += 1
         done = (terminated | truncated).cpu()
@@ -377,12 +403,22 @@ def _rollout(env, policy: torch.nn.Module, steps: int, group: str, frame_stride:
     returns.append(ep_return[running])
     lengths.append(ep_length[running])
     terminated_eps.append(torch.zeros(int(running.sum()), dtype=torch.bool))
+    reward_terms = {
+        name: {
+            "weight": float(rewards_mgr.terms[name].weight),
+            "value": float(raw[i] / raw_count[i]) if raw_count[i] else None,
+            "reward": float(weighted[i]) / (steps * n),
+        }
+        for i, name in enumerate(names)
+    }
     return Rollout(
         observations=torch.cat(seen),
         qpos=torch.stack(frames) if frames else torch.zeros(0, 0, dtype=torch.float64),
         returns=torch.cat(returns),
         lengths=torch.cat(lengths),
         terminated=torch.cat(terminated_eps),
+        reward_terms=reward_terms,
+        terminations={name: int(c) for name, c in zip(terms_mgr.names, fired)} if fired.numel() else {},
     )
 
 

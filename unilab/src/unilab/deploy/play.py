@@ -41,6 +41,11 @@ class PlayResult:
         video_error: why no video was written (None if it was, or if none was asked for).
         final: the checkpoint is the run's last (its record is the summary's ``play``; others go
             under ``play_checkpoints``).
+        reward_terms: term -> ``{"weight", "value", "reward"}``: the mean of each reward term and
+            of its contribution per env step over the rollout
+            (:attr:`unilab.deploy.loading.Rollout.reward_terms`): what the deterministic policy
+            earns, unlike the training log's ``Episode_Reward/*`` (the exploring policy).
+        terminations: term -> times it fired during the rollout.
     """
 
     run_dir: Path
@@ -57,6 +62,8 @@ class PlayResult:
     video: VideoResult | None = None
     video_error: str | None = None
     final: bool = True
+    reward_terms: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    terminations: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """The JSON-able ``play`` entry of ``run_summary.json`` (docs/play_export.md)."""
@@ -72,6 +79,11 @@ class PlayResult:
             "episode_return_mean": _round(r.mean()),
             "episode_return_std": _round(r.std(unbiased=False)),
             "episode_length_mean": _round(n.mean()),
+            "reward_terms": {
+                name: {k: None if v is None else round(v, 6) for k, v in term.items()}
+                for name, term in self.reward_terms.items()
+            },
+            "terminations": dict(self.terminations),
             "overrides": self.overrides,
             "video": None if self.video is None else {
                 **self.video.to_dict(), "path": relative_to_run(Path(self.video.path), self.run_dir)
@@ -89,6 +101,15 @@ class PlayResult:
             f"{s['episode_length_mean']:.1f} steps ({s['episodes']} episodes, "
             f"{self.episodes_terminated} terminated, the others timed out or cut by the end of play)",
         ]
+        if self.reward_terms:
+            out.append("reward terms, mean per env step (value of the term; x weight x step_dt = reward):")
+            width = max(len(name) for name in self.reward_terms)
+            for name, term in self.reward_terms.items():
+                value = "-" if term["value"] is None else f"{term['value']:.3f}"
+                out.append(f"  {name:<{width}} {value:>8}  weight {term['weight']:g}, reward {term['reward']:+.4f}")
+        if self.terminations:
+            fired = ", ".join(f"{name} {count}" for name, count in self.terminations.items() if count)
+            out.append(f"terminations: {fired or 'none'}")
         if self.video is not None:
             v = self.video
             out.append(f"video: {v.path} ({v.frames} frames, {v.width}x{v.height}, {v.fps:g} fps, "
@@ -176,6 +197,8 @@ def play(
         overrides=loaded.overrides,
         observations=rec.observations,
         final=loaded.final,
+        reward_terms=rec.reward_terms,
+        terminations=rec.terminations,
     )
     if record_video:
         path = Path(video) if video else loaded.run_dir / "videos" / f"play_{loaded.iteration}.mp4"

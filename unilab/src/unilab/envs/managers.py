@@ -244,6 +244,10 @@ class RewardManager:
     Attributes:
         names: the evaluated terms, in column order of ``episode_sums``.
         episode_sums: (N, T) float32 weighted sums of the running episodes.
+        last: (N, T) float32 the last :meth:`compute`'s weighted values (``weight * term * step_dt``,
+            penalty scale included), before any reset; zeros before the first.
+        last_scale: (T,) float32 the factors ``last`` was scaled by (``last / last_scale`` is the
+            terms' own values, where the factor is not 0).
     """
 
     def __init__(
@@ -263,6 +267,8 @@ class RewardManager:
         self.penalty_scale = curriculum.initial if curriculum is not None else 1.0
         self._scale = self._effective_scale()
         self.episode_sums = torch.zeros(env.num_envs, len(self.terms), device=env.device)
+        self.last = torch.zeros(env.num_envs, len(self.terms), device=env.device)
+        self.last_scale = self._scale
 
     def _effective_scale(self) -> torch.Tensor:
         """(T,) weight * step_dt, negative-weight terms times :attr:`penalty_scale`."""
@@ -278,6 +284,7 @@ class RewardManager:
         )  # (N, T)
         values.mul_(self._scale).nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)
         self.episode_sums.add_(values)
+        self.last, self.last_scale = values, self._scale
         return values.sum(dim=1)
 
     def reset(self, env_ids: torch.Tensor) -> dict[str, float]:
