@@ -21,7 +21,7 @@ termination) is counted and stops there. It prints:
 * mean episode length, in steps and as a fraction of the clip's length (the maximum, since the
   episode ends with the clip);
 * per tracking term, the mean kernel value over the steps played (rows' steps before they
-  ended) and, times the term's weight, the per-step reward, e.g. ``motion_body_pos`` =
+  ended) and, times the term's weight, the reward per second of play, e.g. ``motion_body_pos`` =
   exp(-mean_b |p_b - p_b^ref|^2 / std^2) of the anchor-relative body positions: 1.0 is exact;
 * the termination terms that fired, with counts (a row can trip several in one step).
 
@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     clip_steps = int(env.commands["motion"].num_frames) - 1
     rewards = env.reward_manager
     tracking = [n for n in rewards.names if n.startswith("motion_")]
+    cols = torch.tensor([rewards.names.index(n) for n in tracking])
     term_names = env.termination_manager.names
     n = args.num_envs
     kernel_sum = torch.zeros(len(tracking), dtype=torch.float64)
@@ -95,12 +96,11 @@ def main(argv: list[str] | None = None) -> int:
                 fired[name] += int((env.termination_manager.last[:, j].cpu() & done).sum())
             length += alive.long()
             failed |= terminated.cpu() & alive
-            # Rows still playing after this step: their state is this step's (no reset yet), so the
-            # reward terms evaluate to what the env's reward used.
+            # The terms' own values this step (the reward manager's weighted values over their
+            # weights), for rows still playing after it.
             keep = alive & ~done
             if keep.any():
-                values = torch.stack([rewards.terms[name].func(env, **rewards.terms[name].params)
-                                      for name in tracking], dim=1).cpu().double()
+                values = (rewards.last[:, cols] / rewards.last_scale[cols]).cpu().double()
                 kernel_sum += values[keep].sum(dim=0)
                 steps_played += int(keep.sum())
             alive &= ~done
@@ -121,10 +121,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{clip_steps} steps ({clip_steps * env.step_dt:.2f} s)")
     print(f"completed {completed}/{n} | mean episode length {result['mean_episode_length']:.1f} steps = "
           f"{100 * result['episode_length_fraction']:.1f} % of the clip | terminations {result['terminations']}")
-    print(f"{'term':<28} {'kernel':>7} {'weight':>7} {'reward/step':>12}")
+    print(f"{'term':<28} {'kernel':>7} {'weight':>7} {'reward/s':>9}")
     for name, k in zip(tracking, kernels):
         w = result["weights"][name]
-        print(f"{name:<28} {k:7.3f} {w:7.2f} {w * k:12.3f}")
+        print(f"{name:<28} {k:7.3f} {w:7.2f} {w * k:9.3f}")
     body = result["kernels"].get("motion_body_pos", float("nan"))
     ok = result["episode_length_fraction"] >= 0.9 and body >= 0.85
     print(f"issue 5 bar (length >= 90 % of the clip, motion_body_pos kernel >= 0.85): "
