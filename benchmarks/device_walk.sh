@@ -8,7 +8,7 @@
 # Usage: bash benchmarks/device_walk.sh OUTDIR LIMIT_S "A overrides" "B overrides"
 #   An override string may start with "algo=flashsac " to train another registered algorithm, e.g.
 #   FlashSAC vs SAC side by side: ... "algo=flashsac algo.runtime=async" "".
-#   After it, "task=NAME " trains another task (default g1_walk_flat), e.g.
+#   "task=NAME " (before or after algo=) trains another task (default g1_walk_flat), e.g.
 #   "algo=flashsac task=g1_motion_tracking algo.runtime=async".
 # An async run that fails within 90 s is repeated with algo.runtime=sync (reported in the log).
 set -uo pipefail
@@ -22,8 +22,11 @@ export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 MUJOCO
 mkdir -p "$out"; nproc; nvidia-smi -L
 one() {
   local tag=$1 gpu=$2 cpus=$3 args=$4 algo=sac task=g1_walk_flat t0 rc d
-  if [[ "$args" == algo=* ]]; then algo=${args%% *}; algo=${algo#algo=}; args=${args#"algo=$algo"}; args=${args# }; fi
-  if [[ "$args" == task=* ]]; then task=${args%% *}; task=${task#task=}; args=${args#"task=$task"}; fi
+  while [[ "$args" == algo=* || "$args" == task=* ]]; do  # leading algo=NAME / task=NAME, any order
+    local word=${args%% *}
+    if [[ "$word" == algo=* ]]; then algo=${word#algo=}; else task=${word#task=}; fi
+    args=${args#"$word"}; args=${args# }
+  done
   t0=$(date +%s)
   # shellcheck disable=SC2086
   CUDA_VISIBLE_DEVICES=$gpu timeout --foreground --preserve-status -s INT "$limit" taskset -c "$cpus" python3 -m unilab.cli train \

@@ -58,7 +58,7 @@ def test_motion_probe_plays_the_clip_from_an_exported_policy(tmp_path):
     assert set(r["kernels"]) == {"motion_global_anchor_pos", "motion_global_anchor_ori", "motion_body_pos",
                                  "motion_body_ori", "motion_body_lin_vel", "motion_body_ang_vel"}
     assert all(0 < k <= 1 for k in r["kernels"].values())
-    assert "issue 5 bar" in out.stdout
+    assert "tracking bar" in out.stdout
 
 
 def test_bad_motion_file_is_one_error_line(tmp_path):

@@ -102,7 +102,8 @@ class PlayResult:
             f"{self.episodes_terminated} terminated, the others timed out or cut by the end of play)",
         ]
         if self.reward_terms:
-            out.append("reward terms, mean per env step (value of the term; x weight x step_dt = reward):")
+            out.append("reward terms, mean per env step (value of the term; reward = weight x value x step_dt, "
+                       "penalties also x the penalty curriculum's scale):")
             width = max(len(name) for name in self.reward_terms)
             for name, term in self.reward_terms.items():
                 value = "-" if term["value"] is None else f"{term['value']:.3f}"
