@@ -33,7 +33,10 @@ Default grid: nworld 256, 1024, 4096 x threads 1, 2, 4, 8, 16, decimation 4 (an 
   The slow ones (rollout, pyloop) run only at small sizes (``--slow-nworld``, ``--slow-threads``;
   pyloop is single-threaded by nature, so only at 1 thread).
 
-Ratios: ``%bare`` is the median over rounds of (variant / bare) measured back to back; ``%lim`` is
+Ratios: ``%bare`` is the median over rounds of (variant / bare) measured back to back (with
+``--interleave``, alternating step by step within one sample: the host's speed drifts by tens of
+percent within seconds on shared machines, and this cancels it; the variants then share the caches,
+so absolute rates, and ``%lim``, come out lower); ``%lim`` is
 env-steps/s / (limit x threads). The G1 is the project's model (``unilab.robots.g1``: primitive
 collision, dt 0.005) with its position gains (kp) x10, which holds it standing on both feet
 (28 contacts) without a policy; every sample starts from the same settled standing state (keyframe
@@ -148,6 +151,28 @@ class Sample:
         self.foreign = None
         if busy0 is not None and busy1 is not None:
             self.foreign = max(0.0, ((busy1 - busy0) - (own1 - own0)) / wall)
+
+
+def interleaved_sample(objs: dict, order: list[str], nworld: int, window: float, min_steps: int,
+                       clock: str = "wall") -> dict[str, float]:
+    """One env step of each variant in turn (``order``, after a restart and one untimed step
+    each), until every variant has run ``window`` s and ``min_steps`` steps; returns env-steps/s
+    per variant. Each variant's steps are timed alone, but the variants alternate step by step,
+    so a host that speeds up or slows down over a second slows all of them alike (the paired ratio
+    of :class:`Sample`s taken one after the other carries that drift)."""
+    tick = CLOCK[clock]
+    for v in order:
+        objs[v].restart()
+        objs[v].step()  # warm up
+    spent = dict.fromkeys(order, 0.0)
+    steps = dict.fromkeys(order, 0)
+    while min(spent.values()) < window or min(steps.values()) < min_steps:
+        for v in order:
+            t0 = tick()
+            objs[v].step()
+            spent[v] += tick() - t0
+            steps[v] += 1
+    return {v: nworld * steps[v] / spent[v] for v in order}
 
 
 def limit_sample(model, state, window: float, clock: str = "wall") -> tuple[float, float | None]:
@@ -546,13 +571,17 @@ def run_cell(xml, model, n, t, variants, args, s_int, s_full, ctrl, log):
             lim, fr = limit_sample(model, s_int, args.limit_window, args.clock)
         limits.append(lim)
         foreign.append(fr)
-        for v in order:
-            o = objs[v]
-            o.restart()
-            o.step()  # warm up
-            s = Sample(o.step, n, args.window, min_steps=args.min_steps, clock=args.clock)
-            samples[v].append(s.rate)
-            foreign.append(s.foreign)
+        if args.interleave:
+            for v, rate in interleaved_sample(objs, order, n, args.window, args.min_steps, args.clock).items():
+                samples[v].append(rate)
+        else:
+            for v in order:
+                o = objs[v]
+                o.restart()
+                o.step()  # warm up
+                s = Sample(o.step, n, args.window, min_steps=args.min_steps, clock=args.clock)
+                samples[v].append(s.rate)
+                foreign.append(s.foreign)
         order = order[1:] + order[:1]  # rotate, so no variant always follows the reference
     for o in objs.values():
         o.close()
@@ -661,6 +690,9 @@ def main(argv=None) -> int:
                    help="threads at which rollout runs (pyloop: 1 only; default 1,2,16)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--window", type=float, default=0.5, help="s per timed sample (>= --min-steps steps)")
+    p.add_argument("--interleave", action="store_true",
+                   help="alternate the variants step by step within one sample per round (against host-speed "
+                        "drift between back-to-back samples); default: one sample per variant in turn")
     p.add_argument("--min-steps", type=int, default=2,
                    help="env steps per timed sample at least (large nworld x few threads: 0.5 s holds only "
                         "2-3 steps, so one slow step moves the paired ratio; e.g. 6)")
