@@ -97,11 +97,10 @@ def main(argv: list[str] | None = None) -> int:
                 fired[name] += int((env.termination_manager.last[:, j].cpu() & done).sum())
             length += alive.long()
             failed |= terminated.cpu() & alive
-            # The terms' own values this step (the reward manager's weighted values over their
-            # weights), for rows still playing after it.
+            # The terms' own values this step, for rows still playing after it.
             keep = alive & ~done
             if keep.any():
-                values = (rewards.last[:, cols] / rewards.last_scale[cols]).cpu().double()
+                values = rewards.last_values()[:, cols].cpu().double()
                 kernel_sum += values[keep].sum(dim=0)
                 steps_played += int(keep.sum())
             alive &= ~done

@@ -176,6 +176,9 @@ def test_reward_is_weight_times_dt_times_terms_and_episode_sums_log(env):
         t.weight * env.step_dt * t.func(env, **t.params) for t in env.reward_manager.terms.values()
     )
     assert torch.allclose(env.reward_manager.compute(), expected, atol=1e-6)
+    values = env.reward_manager.last_values()  # (N, T): the terms themselves, before weighting
+    for i, t in enumerate(env.reward_manager.terms.values()):
+        assert torch.allclose(values[:, i], t.func(env, **t.params), rtol=1e-5, atol=1e-6)
     log = env.reward_manager.reset(torch.arange(N))
     assert set(log) == {f"Episode_Reward/{k}" for k in env.reward_manager.terms}
     lin = term(env, "track_linear_velocity").mean() * 2.0 * env.step_dt / env.max_episode_length_s

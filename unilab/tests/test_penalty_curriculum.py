@@ -47,6 +47,26 @@ def test_curriculum_scales_only_the_penalties_and_rises_after_long_episodes():
         plain.close()
 
 
+def test_last_values_divide_out_the_penalty_scale_and_mark_a_zero_scale_unknown():
+    half = _env(penalty_curriculum={"enabled": True, "initial": 0.5})
+    zero = _env(penalty_curriculum={"enabled": True, "initial": 0.0, "min_scale": 0.0})
+    try:
+        for env in (half, zero):
+            env.reset()
+            env.reward_manager.compute()
+        negative = half.reward_manager._scale < 0
+        # At scale 0.5 the penalties' own values come back whole: the same as calling the terms.
+        values = half.reward_manager.last_values()
+        for i, t in enumerate(half.reward_manager.terms.values()):
+            torch.testing.assert_close(values[:, i], t.func(half, **t.params), rtol=1e-5, atol=1e-6)
+        # At scale 0 the step kept nothing of the penalties: NaN there, the rest as computed.
+        values = zero.reward_manager.last_values()
+        assert values[:, negative].isnan().all() and not values[:, ~negative].isnan().any()
+    finally:
+        half.close()
+        zero.close()
+
+
 def test_alive_bonus_pays_surviving_rows_and_is_off_by_default():
     off = _env()
     assert "alive" not in off.reward_manager.names  # weight 0: not evaluated

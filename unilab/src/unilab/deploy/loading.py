@@ -380,12 +380,11 @@ def _rollout(env, policy: torch.nn.Module, steps: int, group: str, frame_stride:
         actions = policy(o).to(env.device)
         obs, reward, terminated, truncated, _ = env.step(actions)
         if names:
-            last = rewards_mgr.last.to("cpu", torch.float64)  # (N, T)
-            scale = rewards_mgr.last_scale.to("cpu", torch.float64)  # (T,)
-            weighted += last.sum(dim=0)
-            nonzero = scale != 0
-            raw[nonzero] += (last[:, nonzero] / scale[nonzero]).sum(dim=0)
-            raw_count[nonzero] += n
+            weighted += rewards_mgr.last.to("cpu", torch.float64).sum(dim=0)
+            values = rewards_mgr.last_values().to("cpu", torch.float64)  # (N, T), NaN: unknown
+            known = ~values[0].isnan()
+            raw[known] += values[:, known].sum(dim=0)
+            raw_count[known] += n
         if fired.numel():
             fired += terms_mgr.last.to("cpu").long().sum(dim=0)
         ep_return += reward.to("cpu", torch.float64)

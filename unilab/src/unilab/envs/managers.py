@@ -246,8 +246,8 @@ class RewardManager:
         episode_sums: (N, T) float32 weighted sums of the running episodes.
         last: (N, T) float32 the last :meth:`compute`'s weighted values (``weight * term * step_dt``,
             penalty scale included), before any reset; zeros before the first.
-        last_scale: (T,) float32 the factors ``last`` was scaled by (``last / last_scale`` is the
-            terms' own values, where the factor is not 0).
+        last_scale: (T,) float32 the factors ``last`` was scaled by (:meth:`last_values` divides
+            them out).
     """
 
     def __init__(
@@ -286,6 +286,13 @@ class RewardManager:
         self.episode_sums.add_(values)
         self.last, self.last_scale = values, self._scale
         return values.sum(dim=1)
+
+    def last_values(self) -> torch.Tensor:
+        """(N, T) float32 the terms' own values at the last :meth:`compute` (``last / last_scale``,
+        e.g. a tracking kernel in [0, 1]); NaN in a column whose factor was 0 (a penalty at penalty
+        scale 0), whose values that step did not keep; a non-finite term value reads 0."""
+        known = self.last_scale != 0
+        return torch.where(known, self.last / torch.where(known, self.last_scale, 1.0), float("nan"))
 
     def reset(self, env_ids: torch.Tensor) -> dict[str, float]:
         """``Episode_Reward/<term>``: mean episode sum of ``env_ids`` per second of the maximum
