@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = [m for m in modes if m not in MODES]
     if bad or not modes:
         p.error(f"--modes: each must be one of {', '.join(MODES)}, got {bad or args.modes!r}")
-    child = [a for a in (argv if argv is not None else sys.argv[1:])]
+    child = list(argv if argv is not None else sys.argv[1:])
     rows = []
     for algo in algos:
         for mode in modes:

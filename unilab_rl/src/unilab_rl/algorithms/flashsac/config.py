@@ -164,8 +164,8 @@ class FlashSACConfig:
     """Async: where each collector evaluates the exploration policy (and draws the held noise):
     ``"cpu"`` on its own torch threads, ``"learner"`` on the learner's device, the collector then
     holding its own CUDA context (about 0.5 GB); as
-    :attr:`unilab_rl.algorithms.sac.SACConfig.policy_device`. Unmeasured on the GPU machine:
-    default ``"cpu"``."""
+    :attr:`unilab_rl.algorithms.sac.SACConfig.policy_device`. Not yet settled on the GPU machine
+    (docs/benchmarks.md): default ``"cpu"``."""
     learner_threads: int = 0
     """Async: torch intra-op threads of the learner process; 0 = automatic (as for SAC)."""
 

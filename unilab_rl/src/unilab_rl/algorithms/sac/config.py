@@ -159,7 +159,8 @@ class SACConfig:
     ``"learner"``: on the learner's device (e.g. ``cuda:0``; with several ranks each rank's own):
     the actor observations (N, Da) float32 go there and the actions (N, A) come back every env
     step, and the collector then creates its own CUDA context (about 0.5 GB of GPU memory).
-    Unmeasured on the GPU machine, so the default stays ``"cpu"`` (issue 4)."""
+    It ran once on the GPU machine, in a comparison the first compile confounded
+    (docs/benchmarks.md), so the default stays ``"cpu"`` (issue 4)."""
     learner_threads: int = 0
     """Async: torch intra-op threads of the learner process; 0 = automatic (1 on an accelerator,
     the cores left after physics and collector on the CPU, at least 1)."""
