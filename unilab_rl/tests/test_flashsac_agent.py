@@ -62,6 +62,11 @@ def test_acting_shapes_dtypes_and_bounds(make_env):
     torch.testing.assert_close(policy(obs["actor"]), agent.act(obs["actor"], deterministic=True))
     # The entropy target is in the env's units: box [-1, 2] has half-width 1.5.
     assert agent.target_entropy == pytest.approx(0.5 * math.log(2 * math.pi * math.e * 0.15**2) + math.log(1.5))
+    # In action units the box's log-volume is not added.
+    in_action_units = make_flashsac(env, target_sigma_units="action")
+    assert in_action_units.target_entropy == pytest.approx(0.5 * math.log(2 * math.pi * math.e * 0.15**2))
+    with pytest.raises(ValueError, match=r"target_sigma_units must be 'box' or 'action', got 'rad'"):
+        make_flashsac(env, target_sigma_units="rad")
 
 
 def test_update_metrics_projection_and_target_ema(make_env):

@@ -105,7 +105,15 @@ class FlashSACConfig:
     target_sigma: float = 0.15
     """Unified entropy target: the entropy of a Gaussian with this std in every action dimension,
     ``0.5 |A| log(2 pi e sigma^2)``, plus the log-volume of the action box (the log-probability is
-    in the env's units). Paper: 0.15 (-13.87 nats for 29 unit-range DoF)."""
+    in the env's units). Paper: 0.15 (-13.87 nats for 29 unit-range DoF). See
+    ``target_sigma_units`` for what one unit is."""
+    target_sigma_units: Literal["box", "action"] = "box"
+    """What ``target_sigma`` is measured in. ``"box"``: half-widths of the action box (our box is
+    the joint limits, on average about 5 action units per side for the G1), so the target adds
+    ``sum_i log(half_range_i)`` (45.6 nats for the G1) to the Gaussian term. ``"action"``: the env's
+    action units, the target is the Gaussian term alone (-13.87 nats for 29 DoF); this is the
+    official code's target in the env's units, since its tanh box is the env's [-1, 1] action
+    range (algorithms.md 1.2)."""
     noise_repeat: bool = True
     """Hold the exploration noise for a Zeta-distributed number of env steps (paper: on; off cost
     about 3-7 points on Isaac G1, algorithms.md 1.4). Off: fresh noise every step."""
@@ -217,6 +225,10 @@ class FlashSACConfig:
         for name in ("mixed_precision", "use_compile"):
             if getattr(self, name) not in (True, False, "auto"):
                 raise ValueError(f"FlashSACConfig.{name} must be True, False or 'auto', got {getattr(self, name)!r}")
+        if self.target_sigma_units not in ("box", "action"):
+            raise ValueError(
+                f"FlashSACConfig.target_sigma_units must be 'box' or 'action', got {self.target_sigma_units!r}"
+            )
         modes = ("auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
         if self.compile_mode not in modes:
             raise ValueError(f"FlashSACConfig.compile_mode must be one of {modes}, got {self.compile_mode!r}")
