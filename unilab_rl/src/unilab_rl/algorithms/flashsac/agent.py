@@ -122,10 +122,10 @@ class FlashSAC:
         self._target_params = list(self.critic_target.parameters())
         self._online_params = list(self.critic.parameters())
         self.log_temperature = torch.tensor(math.log(cfg.init_temperature), device=self.device, requires_grad=True)
-        # target_sigma in box half-widths adds the box's log-volume; in action units it does not.
-        sigma_unit = self.actor.action_half_range
+        # log pi is in the squashed [-1, 1] units (FlashActor.sample), one half-width of the box.
+        sigma_unit = torch.ones_like(self.actor.action_half_range)
         if cfg.target_sigma_units == "action":
-            sigma_unit = torch.ones_like(sigma_unit)
+            sigma_unit = 1.0 / self.actor.action_half_range
         self.target_entropy = flash_update.unified_target_entropy(self.num_actions, cfg.target_sigma, sigma_unit)
 
         # Adam everywhere, no weight decay, no clipping (the projection bounds the norms).

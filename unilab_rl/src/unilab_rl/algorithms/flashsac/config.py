@@ -104,16 +104,15 @@ class FlashSACConfig:
     """Initial temperature alpha (paper: 0.01); tuned automatically after."""
     target_sigma: float = 0.15
     """Unified entropy target: the entropy of a Gaussian with this std in every action dimension,
-    ``0.5 |A| log(2 pi e sigma^2)``, plus the log-volume of the action box (the log-probability is
-    in the env's units). Paper: 0.15 (-13.87 nats for 29 unit-range DoF). See
-    ``target_sigma_units`` for what one unit is."""
+    ``0.5 |A| log(2 pi e sigma^2)``. Paper: 0.15 (-13.87 nats for 29 DoF). The policy's
+    log-probability, and so its entropy, is in the squashed ``[-1, 1]`` units, as the official
+    code's; see ``target_sigma_units`` for what one unit of sigma is."""
     target_sigma_units: Literal["box", "action"] = "box"
-    """What ``target_sigma`` is measured in. ``"box"``: half-widths of the action box (our box is
-    the joint limits, on average about 5 action units per side for the G1), so the target adds
-    ``sum_i log(half_range_i)`` (45.6 nats for the G1) to the Gaussian term. ``"action"``: the env's
-    action units, the target is the Gaussian term alone (-13.87 nats for 29 DoF); this is the
-    official code's target in the env's units, since its tanh box is the env's [-1, 1] action
-    range (algorithms.md 1.2)."""
+    """What ``target_sigma`` is measured in. ``"box"``: half-widths of the action box, the
+    official code's units (its box is the env's ``[-1, 1]`` action range; ours is the joint limits,
+    on average about 5 action units per side for the G1, so 0.15 is about 0.7 action units).
+    ``"action"``: the env's action units (0.15 action units, about SAC's final exploration noise);
+    the target then adds ``-sum_i log(half_range_i)`` (-45.6 nats for the G1)."""
     noise_repeat: bool = True
     """Hold the exploration noise for a Zeta-distributed number of env steps (paper: on; off cost
     about 3-7 points on Isaac G1, algorithms.md 1.4). Off: fresh noise every step."""

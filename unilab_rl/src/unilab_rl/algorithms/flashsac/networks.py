@@ -245,10 +245,17 @@ class FlashActor(nn.Module):
         return self.action_centre + self.action_half_range * torch.tanh(u)
 
     def sample(self, obs: torch.Tensor, training: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """Reparameterized action (B, A) and its log-probability (B,) in the env's units."""
+        """Reparameterized action (B, A) and its log-probability (B,) in the squashed ``[-1, 1]``
+        units, as the official code's (the env's box is its ``[-1, 1]`` action range).
+
+        The box's constant log-volume ``sum_i log(half_range_i)`` is left out on purpose: the soft
+        return adds ``-alpha log pi`` every step on a support bounded at ``+-v_max``, so a constant
+        of 45.6 nats (the G1's joint-limit box) would be a bonus of ``45.6 alpha / (1 - gamma)`` that
+        pushes every Q onto the support's edge, where it no longer depends on the action. Measured
+        in docs/benchmarks.md ("FlashSAC's entropy")."""
         mean, log_std = self(obs, training)
         u = mean + torch.exp(log_std) * torch.randn_like(mean)
-        return self.squash(u), squashed_gaussian_log_prob(u, mean, log_std, self.action_half_range)
+        return self.squash(u), squashed_gaussian_log_prob(u, mean, log_std, None)
 
     def explore(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
         """Exploration action ``squash(mean + std * noise)`` with the given (held) noise (B, A);

@@ -47,7 +47,7 @@ def _box(action_low: torch.Tensor, action_high: torch.Tensor) -> tuple[torch.Ten
 
 
 def squashed_gaussian_log_prob(
-    u: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor, half_range: torch.Tensor
+    u: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor, half_range: torch.Tensor | None
 ) -> torch.Tensor:
     """Log-density of ``a = centre + half_range * tanh(u)`` with ``u ~ N(mean, exp(log_std)^2)``.
 
@@ -63,13 +63,17 @@ def squashed_gaussian_log_prob(
         u: (..., A) pre-tanh sample.
         mean: (..., A) Gaussian mean.
         log_std: (..., A) Gaussian log std.
-        half_range: (A,) half-widths of the action box.
+        half_range: (A,) half-widths of the action box; ``None``: the density of ``tanh(u)``
+            itself, in the squashed ``[-1, 1]`` units (the last term is dropped).
 
     Returns:
-        (...,) log-density of the action, in nats, w.r.t. Lebesgue measure in the env's units.
+        (...,) log-density of the action, in nats, w.r.t. Lebesgue measure in the env's units
+        (or in ``[-1, 1]`` units when ``half_range`` is ``None``).
     """
     gaussian = -0.5 * ((u - mean) * torch.exp(-log_std)).square() - log_std - _LOG_SQRT_2PI  # (..., A)
     log_det_tanh = 2.0 * (_LOG_2 - u - nn.functional.softplus(-2.0 * u))  # (..., A)
+    if half_range is None:
+        return (gaussian - log_det_tanh).sum(-1)
     return (gaussian - log_det_tanh - torch.log(half_range)).sum(-1)
 
 
