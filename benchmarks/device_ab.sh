@@ -15,7 +15,7 @@ one() {
   CUDA_VISIBLE_DEVICES=$gpu timeout -s INT "$limit" taskset -c "$cpus" python3 -m unilab.cli train \
     --algo sac --task g1_walk_flat --sim mujoco training.log_dir=/tmp/$tag training.no_play=true \
     training.progress=false $args >"$out/$tag.log" 2>&1
-  local d; d=$(ls -d /tmp/$tag/*/*/*/ | head -1)
+  local d; d=$(ls -td /tmp/$tag/*/*/*/ | head -1)  # newest: a warm machine keeps /tmp
   cp "$d/run_summary.json" "$out/${tag}_summary.json"; cp "$d/learning_curve.png" "$out/${tag}_curve.png"
   tar czf "$out/${tag}_tb.tgz" -C "$d" $(cd "$d" && ls events*)
 }

@@ -25,7 +25,7 @@ for args in "$@"; do
   # clean stop; 130 without it, or 137, means the process died of the signal (see docs/benchmarks.md).
   echo "[run $n] exit code $? after $(( $(date +%s) - t0 )) s" | tee -a "/tmp/run$n.log"
   tail -n 4 "/tmp/run$n.log"
-  d=$(ls -d /tmp/run$n/"$algo"/g1_walk_flat/*/ 2>/dev/null | head -1)
+  d=$(ls -td /tmp/run$n/"$algo"/g1_walk_flat/*/ 2>/dev/null | head -1)  # newest: a warm machine keeps /tmp
   [ -n "$d" ] || { cp "/tmp/run$n.log" "$out/$n.log"; continue; }
   cp "/tmp/run$n.log" "$d/train.log"
   # The last checkpoint's policy as ONNX (about 1 MB, checkpoints stay behind): enough to roll the

@@ -27,6 +27,7 @@ one() {
     if [[ "$word" == algo=* ]]; then algo=${word#algo=}; else task=${word#task=}; fi
     args=${args#"$word"}; args=${args# }
   done
+  rm -rf "/tmp/$tag" "/tmp/$tag.log"  # a warm machine keeps /tmp: never pack an earlier call's run
   t0=$(date +%s)
   # shellcheck disable=SC2086
   CUDA_VISIBLE_DEVICES=$gpu timeout --foreground --preserve-status -s INT "$limit" taskset -c "$cpus" python3 -m unilab.cli train \
@@ -45,7 +46,7 @@ one() {
   # --preserve-status: python's own status. 130 with "training stopped by SIGINT" in the log is a
   # clean stop; 130 without it, or 137, means the process died of the signal (see docs/benchmarks.md).
   echo "[$tag] exit code $rc after $(( $(date +%s) - t0 )) s" >>"/tmp/$tag.log"
-  d=$(ls -d /tmp/$tag/"$algo"/"$task"/*/ | head -1)
+  d=$(ls -td /tmp/$tag/"$algo"/"$task"/*/ | head -1)
   cp "/tmp/$tag.log" "$d/train.log"
   # The last checkpoint's policy as ONNX (about 1 MB, checkpoints stay behind): enough to roll the
   # policy out again on another machine (a run stopped by a signal exports no policy of its own).

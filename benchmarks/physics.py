@@ -598,7 +598,9 @@ def run_cell(xml, model, n, t, variants, args, s_int, s_full, ctrl, log):
             for v in variants
         }
     log(f"  nworld={n:5d} threads={t:2d}  limit/core {limit:8.0f}  " + "  ".join(
-        f"{v} {rates[v]:8.0f}" for v in variants))
+        f"{v} {rates[v]:8.0f}" + (f" ({cell['pct_bare'][v]:.1f} % of bare, paired median)"
+                                  if v != "bare" and "pct_bare" in cell else "")
+        for v in variants))
     return cell
 
 
@@ -675,6 +677,16 @@ def fmt_table(cells, variants, mem, bridge, checks, facts, info, elapsed, clock=
                          f"{', '.join(f'{x:.0f} %' for x in vals)} -> "
                          f"{'PASS' if min(vals) >= 90 else 'FAIL'}")
     return "\n".join(lines)
+
+
+def _write_json(path: str, result: dict) -> None:
+    """Write ``result`` to ``path`` through a temporary file, so a kill mid-write leaves the
+    previous complete version."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(tmp, path)
 
 
 def main(argv=None) -> int:
@@ -756,6 +768,9 @@ def main(argv=None) -> int:
                 variants.append(v)
             cells.append(run_cell(xml, model, n, t, variants, args, s_int, s_full, ctrl,
                                   log))
+            if args.out:  # after every cell: a run stopped by a time limit keeps what it measured
+                _write_json(args.out, {"machine": info, "model": facts, "args": vars(args),
+                                       "checks": checks, "cells": cells, "partial": True})
     sizes = [n for n in args.bridge_nworld if n > 0]
     bridge = bridge_costs(xml, sizes) if sizes else []
     for b in bridge:
@@ -774,9 +789,7 @@ def main(argv=None) -> int:
         result = {"machine": info, "model": facts, "args": vars(args), "checks": checks,
                   "cells": cells, "bridge": bridge, "memory": mem, "elapsed_s": elapsed,
                   "table": table.splitlines()}
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            json.dump(result, f, indent=1)
+        _write_json(args.out, result)
     print()
     print(table, flush=True)
     return 0

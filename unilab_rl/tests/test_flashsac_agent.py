@@ -110,6 +110,22 @@ def test_learning_rate_follows_the_cosine_over_the_run(make_env):
     assert all(a > b for a, b in zip(lrs[1:], lrs[2:]))
 
 
+def test_temperature_lr_scale_speeds_up_the_temperature_only(make_env):
+    moved, lrs = {}, {}
+    for scale in (1.0, 10.0):
+        torch.manual_seed(0)
+        env = make_env(num_envs=8, seed=0)
+        agent = make_flashsac(env, learning_starts=1, num_updates=2, actor_update_period=1, temperature_lr_scale=scale)
+        OffPolicyRunner(env, agent).learn(4)  # 6 temperature steps
+        moved[scale] = abs(math.log(agent.alpha) - math.log(agent.cfg.init_temperature))
+        lrs[scale] = (agent.temperature_optimizer.param_groups[0]["lr"], agent.actor_optimizer.param_groups[0]["lr"])
+    assert lrs[10.0][0] == pytest.approx(10 * lrs[10.0][1]) and lrs[1.0][0] == pytest.approx(lrs[1.0][1])
+    assert lrs[10.0][1] == pytest.approx(lrs[1.0][1])  # the actor's rate is untouched
+    assert moved[10.0] > 5 * moved[1.0] > 0, moved
+    with pytest.raises(ValueError, match=r"temperature_lr_scale must be > 0, got 0"):
+        make_flashsac(env, temperature_lr_scale=0)
+
+
 def test_state_dict_round_trip(make_env, tmp_path):
     env = make_env(num_envs=8)
     agent = make_flashsac(env)

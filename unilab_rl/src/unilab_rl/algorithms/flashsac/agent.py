@@ -132,7 +132,9 @@ class FlashSAC:
         fused = self.device.type in ("cuda", "cpu")
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.lr, fused=fused)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr, fused=fused)
-        self.temperature_optimizer = torch.optim.Adam([self.log_temperature], lr=cfg.lr, fused=fused)
+        self.temperature_optimizer = torch.optim.Adam(
+            [self.log_temperature], lr=cfg.lr * cfg.temperature_lr_scale, fused=fused
+        )
         self._optimizers = (self.actor_optimizer, self.critic_optimizer, self.temperature_optimizer)
         # Updates start in the iteration where the buffer first holds learning_starts * N rows.
         first = max(cfg.learning_starts - 1, 0)
@@ -329,8 +331,9 @@ class FlashSAC:
     def _set_learning_rate(self) -> float:
         lr = flash_update.cosine_learning_rate(self.num_critic_updates, self.total_updates, self.cfg.lr, self.cfg.lr_end)
         for optimizer in self._optimizers:
+            scale = self.cfg.temperature_lr_scale if optimizer is self.temperature_optimizer else 1.0
             for group in optimizer.param_groups:
-                group["lr"] = lr
+                group["lr"] = lr * scale
         return lr
 
     def update(self) -> dict[str, float]:

@@ -102,6 +102,12 @@ class FlashSACConfig:
     # -- Entropy and exploration -------------------------------------------------------------
     init_temperature: float = 0.01
     """Initial temperature alpha (paper: 0.01); tuned automatically after."""
+    temperature_lr_scale: float = 1.0
+    """The temperature's learning rate as a multiple of :attr:`lr` (paper: 1). Adam moves
+    ``log alpha`` by about one learning rate per actor update, so over 6,000 iterations at the
+    default schedule alpha can fall by at most about e^1.3; the paper's 50 M-step runs have about
+    5 x more updates. Measured on g1_walk_flat: alpha 0.01 -> 0.0035 while the entropy stayed
+    about 29 nats above its target (docs/benchmarks.md, "FlashSAC's entropy")."""
     target_sigma: float = 0.15
     """Unified entropy target: the entropy of a Gaussian with this std in every action dimension,
     ``0.5 |A| log(2 pi e sigma^2)``. Paper: 0.15 (-13.87 nats for 29 DoF). The policy's
@@ -207,7 +213,7 @@ class FlashSACConfig:
             )
         if self.num_bins < 2:
             raise ValueError(f"FlashSACConfig.num_bins must be >= 2, got {self.num_bins!r}")
-        for name in ("lr", "lr_end", "init_temperature", "target_sigma", "normalized_g_max", "zeta_exponent"):
+        for name in ("lr", "lr_end", "init_temperature", "temperature_lr_scale", "target_sigma", "normalized_g_max", "zeta_exponent"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"FlashSACConfig.{name} must be > 0, got {getattr(self, name)!r}")
         if not 0.0 <= self.gamma <= 1.0:
