@@ -69,6 +69,24 @@ def test_acting_shapes_dtypes_and_bounds(make_env):
         make_flashsac(env, target_sigma_units="rad")
 
 
+def test_action_bound_shrinks_the_squashing_box_only(make_env):
+    env = make_env(num_envs=64)  # box [-1, 2]
+    agent = make_flashsac(env, action_bound=0.5)
+    obs = env.reset()["actor"]
+    for actions in (agent.act(obs), agent.act(obs, deterministic=True), agent.random_actions(64)):
+        assert (actions >= -0.5).all() and (actions <= 0.5).all()
+    assert agent.random_actions(64).max() > 0.4 and agent.random_actions(64).min() < -0.4  # spans the new box
+    torch.testing.assert_close(agent.actor.action_half_range, torch.tensor([0.5]))
+    assert (env.action_low.item(), env.action_high.item()) == (-1.0, 2.0)  # the env's own box is untouched
+    # A bound wider than the box changes nothing.
+    torch.testing.assert_close(make_flashsac(env, action_bound=5.0).actor.action_half_range, torch.tensor([1.5]))
+    with pytest.raises(ValueError, match=r"action_bound must be None or > 0, got -1"):
+        make_flashsac(env, action_bound=-1)
+    env.action_low, env.action_high = torch.tensor([1.0]), torch.tensor([2.0])
+    with pytest.raises(ValueError, match=r"action_bound=0.5 leaves no room in the env's action box"):
+        make_flashsac(env, action_bound=0.5)
+
+
 def test_update_metrics_projection_and_target_ema(make_env):
     env = make_env(num_envs=8)
     agent = make_flashsac(env, learning_starts=2)

@@ -106,6 +106,15 @@ class FlashSAC:
         self.actor_group, self.critic_group, obs_dims, self.action_low, self.action_high = learner_spaces(
             env, "FlashSAC", cfg.num_envs, self.device
         )
+        if cfg.action_bound is not None:  # squash into the box intersected with [-b, b]
+            low = self.action_low.clamp(min=-cfg.action_bound)
+            high = self.action_high.clamp(max=cfg.action_bound)
+            if not (high > low).all():
+                raise ValueError(
+                    f"FlashSACConfig.action_bound={cfg.action_bound!r} leaves no room in the env's action box "
+                    f"[{self.action_low.tolist()}, {self.action_high.tolist()}]: it must overlap (-b, b) in every dimension"
+                )
+            self.action_low, self.action_high = low, high
         self.mirror: Mirror | None = learner_mirror(env, "FlashSAC", obs_dims, self.device) if cfg.symmetry else None
 
         # Networks (projected onto their spheres at construction) and the target critic, which

@@ -119,6 +119,13 @@ class FlashSACConfig:
     on average about 5 action units per side for the G1, so 0.15 is about 0.7 action units).
     ``"action"``: the env's action units (0.15 action units, about SAC's final exploration noise);
     the target then adds ``-sum_i log(half_range_i)`` (-45.6 nats for the G1)."""
+    action_bound: float | None = None
+    """Squash into the env's action box intersected with ``[-action_bound, action_bound]`` (action
+    units) instead of the whole box. ``None``: the whole box, which for the G1 is the joint limits,
+    0.6-21.7 action units per side (geometric mean 4.8). The official code squashes into the env's
+    ``[-1, 1]`` action range, i.e. ``action_bound=1`` here (algorithms.md 1.1); one G1 action unit
+    is 0.075-0.55 rad (``0.25 effort / kp``), so walking knees need about 3. The box shrinks only
+    the policy's actions: the env's own bounds and the exported metadata stay as they are."""
     noise_repeat: bool = True
     """Hold the exploration noise for a Zeta-distributed number of env steps (paper: on; off cost
     about 3-7 points on Isaac G1, algorithms.md 1.4). Off: fresh noise every step."""
@@ -230,6 +237,8 @@ class FlashSACConfig:
         for name in ("mixed_precision", "use_compile"):
             if getattr(self, name) not in (True, False, "auto"):
                 raise ValueError(f"FlashSACConfig.{name} must be True, False or 'auto', got {getattr(self, name)!r}")
+        if self.action_bound is not None and not self.action_bound > 0:
+            raise ValueError(f"FlashSACConfig.action_bound must be None or > 0, got {self.action_bound!r}")
         if self.target_sigma_units not in ("box", "action"):
             raise ValueError(
                 f"FlashSACConfig.target_sigma_units must be 'box' or 'action', got {self.target_sigma_units!r}"
