@@ -60,13 +60,19 @@ def test_acting_shapes_dtypes_and_bounds(make_env):
         assert (actions >= -1.0).all() and (actions <= 2.0).all()
     policy = agent.inference_policy().eval()
     torch.testing.assert_close(policy(obs["actor"]), agent.act(obs["actor"], deterministic=True))
-    # The entropy target is in box half-widths, the log-probability's units: the paper's Gaussian term.
+    # The entropy target is the paper's Gaussian term in both units.
     assert agent.target_entropy == pytest.approx(0.5 * math.log(2 * math.pi * math.e * 0.15**2))
-    # sigma in action units: box [-1, 2] has half-width 1.5, so 0.15 action units is 0.1 half-widths.
-    in_action_units = make_flashsac(env, target_sigma_units="action")
-    assert in_action_units.target_entropy == pytest.approx(0.5 * math.log(2 * math.pi * math.e * 0.1**2))
-    with pytest.raises(ValueError, match=r"target_sigma_units must be 'box' or 'action', got 'rad'"):
-        make_flashsac(env, target_sigma_units="rad")
+    # Action units (default): log pi includes the box's Jacobian, log(1.5) below the [-1, 1] density.
+    squashed = make_flashsac(env, entropy_units="squashed")
+    squashed.actor.load_state_dict(agent.actor.state_dict())
+    torch.manual_seed(5)
+    _, log_pi_action = agent.actor.sample(obs["actor"], training=False)
+    torch.manual_seed(5)
+    _, log_pi_squashed = squashed.actor.sample(obs["actor"], training=False)
+    torch.testing.assert_close(log_pi_action, log_pi_squashed - math.log(1.5))
+    assert squashed.target_entropy == agent.target_entropy
+    with pytest.raises(ValueError, match=r"entropy_units must be 'action' or 'squashed', got 'rad'"):
+        make_flashsac(env, entropy_units="rad")
 
 
 def test_action_bound_shrinks_the_squashing_box_only(make_env):
@@ -121,11 +127,22 @@ def test_learning_rate_follows_the_cosine_over_the_run(make_env):
     env = make_env(num_envs=8)
     agent = make_flashsac(env, max_iterations=6, learning_starts=2, num_updates=2, lr=1e-3, lr_end=1e-4)
     assert agent.total_updates == 5 * 2  # updates in iterations 1..5
-    lrs = []
-    OffPolicyRunner(env, agent, log_fn=lambda it, m: lrs.append(m.get("Policy/learning_rate"))).learn(6)
-    assert lrs[0] is None and lrs[1] == pytest.approx(1e-4 + 0.5 * 9e-4 * (1 + math.cos(math.pi * 1 / 10)))  # after update 1 of 10
+    lrs, actor_lrs = [], []
+    def log(it, m):
+        lrs.append(m.get("Policy/learning_rate"))
+        actor_lrs.append(m.get("Policy/actor_learning_rate"))
+    OffPolicyRunner(env, agent, log_fn=log).learn(6)
+    def cosine(step):
+        return 1e-4 + 0.5 * 9e-4 * (1 + math.cos(math.pi * step / 10))
+    assert lrs[0] is None and lrs[1] == pytest.approx(cosine(1))  # after update 1 of 10
     assert agent.num_critic_updates == 10
     assert all(a > b for a, b in zip(lrs[1:], lrs[2:]))
+    # The actor and temperature follow their own steps (one per 2 critic updates, as the official
+    # per-optimizer schedulers): at the last update, 5 actor steps taken, the middle of the cosine.
+    assert actor_lrs[1] == pytest.approx(cosine(1)) and actor_lrs[-1] == pytest.approx(cosine(5))
+    assert agent.actor_optimizer.param_groups[0]["lr"] == pytest.approx(cosine(5))
+    assert agent.temperature_optimizer.param_groups[0]["lr"] == pytest.approx(cosine(5))
+    assert agent.critic_optimizer.param_groups[0]["lr"] == pytest.approx(cosine(9))
 
 
 def test_temperature_lr_scale_speeds_up_the_temperature_only(make_env):

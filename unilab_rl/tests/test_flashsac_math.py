@@ -77,11 +77,8 @@ def test_min_q_distribution_is_chosen_per_row():
 
 def test_unified_entropy_target_matches_the_paper_for_29_unit_dofs():
     # algorithms.md 1.2: -13.87 nats for 29 DoF at sigma 0.15 (unit action range).
-    assert fu.unified_target_entropy(29, 0.15, torch.ones(29)) == pytest.approx(-13.87, abs=0.01)
-    # sigma measured in units of length 0.5 is sigma / 2 in the log-probability's: 3 log(1/2) lower.
-    assert fu.unified_target_entropy(3, 0.3, torch.full((3,), 0.5)) == pytest.approx(
-        fu.unified_target_entropy(3, 0.15, torch.ones(3))
-    )
+    assert fu.unified_target_entropy(29, 0.15) == pytest.approx(-13.87, abs=0.01)
+    assert fu.unified_target_entropy(3, 0.3) == pytest.approx(fu.unified_target_entropy(3, 0.15) + 3 * math.log(2.0))
 
 
 def test_reward_scaler_tracks_discounted_returns_and_bounds_them():
@@ -155,7 +152,7 @@ def test_weight_projection_keeps_unit_norms_after_an_optimizer_step():
 
 def test_network_shapes_and_dtypes():
     low, high = torch.tensor([-1.0, 0.0, -2.0]), torch.tensor([1.0, 2.0, 2.0])
-    actor = FlashActor(7, low, high, hidden_dim=16, num_blocks=2)
+    actor = FlashActor(7, low, high, hidden_dim=16, num_blocks=2, entropy_units="squashed")
     obs = torch.randn(10, 7)
     mean, log_std = actor(obs, training=True)
     assert mean.shape == log_std.shape == (10, 3) and mean.dtype == torch.float32

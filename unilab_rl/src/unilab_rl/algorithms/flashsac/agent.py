@@ -122,6 +122,7 @@ class FlashSAC:
         self.actor = FlashActor(
             obs_dims[self.actor_group], self.action_low, self.action_high, cfg.actor_hidden_dim,
             cfg.actor_num_blocks, cfg.expansion, cfg.bn_momentum, cfg.log_std_min, cfg.log_std_max,
+            cfg.entropy_units,
         ).to(self.device)  # fmt: skip
         self.critic = CategoricalCritic(
             obs_dims[self.critic_group], self.num_actions, cfg.critic_hidden_dim, cfg.critic_num_blocks,
@@ -131,11 +132,7 @@ class FlashSAC:
         self._target_params = list(self.critic_target.parameters())
         self._online_params = list(self.critic.parameters())
         self.log_temperature = torch.tensor(math.log(cfg.init_temperature), device=self.device, requires_grad=True)
-        # log pi is in the squashed [-1, 1] units (FlashActor.sample), one half-width of the box.
-        sigma_unit = torch.ones_like(self.actor.action_half_range)
-        if cfg.target_sigma_units == "action":
-            sigma_unit = 1.0 / self.actor.action_half_range
-        self.target_entropy = flash_update.unified_target_entropy(self.num_actions, cfg.target_sigma, sigma_unit)
+        self.target_entropy = flash_update.unified_target_entropy(self.num_actions, cfg.target_sigma)
 
         # Adam everywhere, no weight decay, no clipping (the projection bounds the norms).
         fused = self.device.type in ("cuda", "cpu")
@@ -337,13 +334,26 @@ class FlashSAC:
             self._critic_objective_fn = self._critic_objective
             self._actor_objective_fn = self._actor_objective
 
-    def _set_learning_rate(self) -> float:
-        lr = flash_update.cosine_learning_rate(self.num_critic_updates, self.total_updates, self.cfg.lr, self.cfg.lr_end)
-        for optimizer in self._optimizers:
-            scale = self.cfg.temperature_lr_scale if optimizer is self.temperature_optimizer else 1.0
+    def _set_learning_rate(self) -> tuple[float, float]:
+        """Set each optimizer's rate from its own step count, as the official code's per-optimizer
+        schedulers: the critic's cosine runs over all ``total_updates``; the actor and temperature,
+        stepped every ``actor_update_period``-th update, reach its middle by the end of the run.
+
+        Returns:
+            (critic rate, actor rate); the temperature's is the actor's x ``temperature_lr_scale``.
+        """
+        cfg = self.cfg
+        actor_steps = -(-self.num_critic_updates // cfg.actor_update_period)  # actor steps taken so far
+        critic_lr = flash_update.cosine_learning_rate(self.num_critic_updates, self.total_updates, cfg.lr, cfg.lr_end)
+        actor_lr = flash_update.cosine_learning_rate(actor_steps, self.total_updates, cfg.lr, cfg.lr_end)
+        for optimizer, lr in (
+            (self.critic_optimizer, critic_lr),
+            (self.actor_optimizer, actor_lr),
+            (self.temperature_optimizer, actor_lr * cfg.temperature_lr_scale),
+        ):
             for group in optimizer.param_groups:
-                group["lr"] = lr * scale
-        return lr
+                group["lr"] = lr
+        return critic_lr, actor_lr
 
     def update(self) -> dict[str, float]:
         """Run ``cfg.num_updates`` updates, each on a fresh uniform batch: on every
@@ -353,7 +363,8 @@ class FlashSAC:
 
         Returns:
             ``"Loss/critic"``, ``"Critic/mean_q"``, ``"Critic/target_q"`` (means over this call, in
-            scaled-reward units), ``"Policy/learning_rate"``, ``"Policy/reward_scale"`` (the divisor
+            scaled-reward units), ``"Policy/learning_rate"`` (the critic's),
+            ``"Policy/actor_learning_rate"``, ``"Policy/reward_scale"`` (the divisor
             of the rewards; 1 when scaling is off) and, when an actor step happened,
             ``"Loss/actor"``, ``"Loss/alpha"``, ``"Policy/entropy"`` (means) and ``"Policy/alpha"``
             (after the last step).
@@ -365,11 +376,11 @@ class FlashSAC:
         a, c = self.actor_group, self.critic_group
         critic_logs: list[torch.Tensor] = []  # each (3,): critic loss, mean Q, target Q
         actor_logs: list[torch.Tensor] = []  # each (4,): actor loss, temperature loss, entropy, alpha
-        lr = cfg.lr
+        lr = actor_lr = cfg.lr
         for _ in range(cfg.num_updates):
             batch = self.replay.sample(cfg.batch_size, mirror=self.mirror)  # symmetry: half mirrored
             rewards = batch.rewards if self.reward_scaler is None else self.reward_scaler(batch.rewards)
-            lr = self._set_learning_rate()
+            lr, actor_lr = self._set_learning_rate()
 
             if self.num_critic_updates % cfg.actor_update_period == 0:
                 if self._cudagraphs:
@@ -403,6 +414,7 @@ class FlashSAC:
             values.append(torch.cat([stacked[:, :3].mean(0), stacked[-1, 3:]]))
         metrics = dict(zip(names, torch.cat(values).tolist()))
         metrics["Policy/learning_rate"] = lr
+        metrics["Policy/actor_learning_rate"] = actor_lr
         return metrics
 
     @property

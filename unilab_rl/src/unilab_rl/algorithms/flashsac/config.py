@@ -103,22 +103,33 @@ class FlashSACConfig:
     init_temperature: float = 0.01
     """Initial temperature alpha (paper: 0.01); tuned automatically after."""
     temperature_lr_scale: float = 1.0
-    """The temperature's learning rate as a multiple of :attr:`lr` (paper: 1). Adam moves
-    ``log alpha`` by about one learning rate per actor update, so over 6,000 iterations at the
-    default schedule alpha can fall by at most about e^1.3; the paper's 50 M-step runs have about
-    5 x more updates. Measured on g1_walk_flat: alpha 0.01 -> 0.0035 while the entropy stayed
-    about 29 nats above its target (docs/benchmarks.md, "FlashSAC's entropy")."""
+    """The temperature's learning rate as a multiple of the actor's (paper: 1). Adam moves
+    ``log alpha`` by about one learning rate per actor update, so over 6,000 iterations of the
+    default schedule alpha can fall by at most about e^1.6; the paper's 50 M-step runs have about
+    8 x more updates. Measured on g1_walk_flat: alpha 0.01 -> 0.0035 while the entropy stayed
+    15-68 nats above its target (docs/benchmarks.md, "FlashSAC's entropy and temperature")."""
     target_sigma: float = 0.15
     """Unified entropy target: the entropy of a Gaussian with this std in every action dimension,
-    ``0.5 |A| log(2 pi e sigma^2)``. Paper: 0.15 (-13.87 nats for 29 DoF). The policy's
-    log-probability, and so its entropy, is in the squashed ``[-1, 1]`` units, as the official
-    code's; see ``target_sigma_units`` for what one unit of sigma is."""
-    target_sigma_units: Literal["box", "action"] = "box"
-    """What ``target_sigma`` is measured in. ``"box"``: half-widths of the action box, the
-    official code's units (its box is the env's ``[-1, 1]`` action range; ours is the joint limits,
-    on average about 5 action units per side for the G1, so 0.15 is about 0.7 action units).
-    ``"action"``: the env's action units (0.15 action units, about SAC's final exploration noise);
-    the target then adds ``-sum_i log(half_range_i)`` (-45.6 nats for the G1)."""
+    ``0.5 |A| log(2 pi e sigma^2)`` (paper: 0.15, -13.87 nats for 29 DoF), in the units of
+    :attr:`entropy_units`."""
+    entropy_units: Literal["action", "squashed"] = "action"
+    """Units of the policy's log-probability, and so of its entropy, the target and the soft
+    return's ``-alpha log pi``.
+
+    * ``"action"`` (default): the env's action units. The log-probability includes the
+      Jacobian of the squash onto the box, ``-sum_i log(half_range_i)``, so sigma is in action
+      units. This is the FlashSAC authors' G1 port (``Holiday-Robot/rsl_rl_flashsac``,
+      ``flash_sac.py``: "std temp_target_sigma per action dimension, fixed in PHYSICAL action
+      space"). Its env wrapper squashes onto a joint-limit box like ours.
+    * ``"squashed"``: the ``[-1, 1]`` units of ``tanh(u)``, so sigma is in half-widths of the box.
+      This is the original code (``flash_rl``), whose box is the env's ``[-1, 1]`` action range;
+      on our joint-limit box (4.8 action units per side, geometric mean, for the G1) 0.15 is
+      about 0.7 action units.
+
+    The temperature's equilibrium is the same in both units up to the choice of sigma's unit. The
+    soft return differs: in action units every step adds a constant ``alpha sum_i log(half_range_i)``
+    (45.6 alpha for the G1). Measured on the GPU machine (docs/benchmarks.md, "FlashSAC's entropy
+    and temperature"): neither walks in 6,000 iterations."""
     action_bound: float | None = None
     """Squash into the env's action box intersected with ``[-action_bound, action_bound]`` (action
     units) instead of the whole box. ``None``: the whole box, which for the G1 is the joint limits,
@@ -239,9 +250,9 @@ class FlashSACConfig:
                 raise ValueError(f"FlashSACConfig.{name} must be True, False or 'auto', got {getattr(self, name)!r}")
         if self.action_bound is not None and not self.action_bound > 0:
             raise ValueError(f"FlashSACConfig.action_bound must be None or > 0, got {self.action_bound!r}")
-        if self.target_sigma_units not in ("box", "action"):
+        if self.entropy_units not in ("action", "squashed"):
             raise ValueError(
-                f"FlashSACConfig.target_sigma_units must be 'box' or 'action', got {self.target_sigma_units!r}"
+                f"FlashSACConfig.entropy_units must be 'action' or 'squashed', got {self.entropy_units!r}"
             )
         modes = ("auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
         if self.compile_mode not in modes:

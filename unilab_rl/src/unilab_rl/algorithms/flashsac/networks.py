@@ -192,9 +192,12 @@ class FlashActor(nn.Module):
         action_low, action_high: (A,) bounds of the env's action box.
         hidden_dim, num_blocks, expansion, momentum: trunk settings.
         log_std_min, log_std_max: bounds of the pre-tanh log std.
+        entropy_units: units of :meth:`sample`'s log-probability: ``"action"``, the env's action
+            units (it includes the box's Jacobian ``-sum_i log(half_range_i)``), or ``"squashed"``,
+            the ``[-1, 1]`` units of ``tanh(u)`` (see ``FlashSACConfig.entropy_units``).
 
     Raises:
-        ValueError: bad action bounds.
+        ValueError: bad action bounds or ``entropy_units``.
     """
 
     action_centre: torch.Tensor
@@ -211,8 +214,12 @@ class FlashActor(nn.Module):
         momentum: float = 0.01,
         log_std_min: float = -10.0,
         log_std_max: float = 2.0,
+        entropy_units: str = "action",
     ) -> None:
         super().__init__()
+        if entropy_units not in ("action", "squashed"):
+            raise ValueError(f"entropy_units must be 'action' or 'squashed', got {entropy_units!r}")
+        self.entropy_units = entropy_units
         centre, half_range = _box(action_low, action_high)
         num_actions = centre.shape[0]
         self.trunk = Trunk(obs_dim, hidden_dim, num_blocks, expansion, 0, momentum)
@@ -245,17 +252,12 @@ class FlashActor(nn.Module):
         return self.action_centre + self.action_half_range * torch.tanh(u)
 
     def sample(self, obs: torch.Tensor, training: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """Reparameterized action (B, A) and its log-probability (B,) in the squashed ``[-1, 1]``
-        units, as the official code's (the env's box is its ``[-1, 1]`` action range).
-
-        The box's constant log-volume ``sum_i log(half_range_i)`` is left out on purpose: the soft
-        return adds ``-alpha log pi`` every step on a support bounded at ``+-v_max``, so a constant
-        of 45.6 nats (the G1's joint-limit box) would be a bonus of ``45.6 alpha / (1 - gamma)`` that
-        pushes every Q onto the support's edge, where it no longer depends on the action. Measured
-        in docs/benchmarks.md ("FlashSAC's entropy")."""
+        """Reparameterized action (B, A) and its log-probability (B,), in nats, in the units named
+        by ``entropy_units``."""
         mean, log_std = self(obs, training)
         u = mean + torch.exp(log_std) * torch.randn_like(mean)
-        return self.squash(u), squashed_gaussian_log_prob(u, mean, log_std, None)
+        half_range = self.action_half_range if self.entropy_units == "action" else None
+        return self.squash(u), squashed_gaussian_log_prob(u, mean, log_std, half_range)
 
     def explore(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
         """Exploration action ``squash(mean + std * noise)`` with the given (held) noise (B, A);

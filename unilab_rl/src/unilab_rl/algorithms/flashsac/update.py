@@ -39,22 +39,16 @@ ema_update = polyak_update
 
 
 # ============================================================================ targets and losses
-def unified_target_entropy(num_actions: int, target_sigma: float, sigma_unit: torch.Tensor) -> float:
-    """Entropy target ``0.5 |A| log(2 pi e sigma^2) + sum_i log(sigma_unit_i)``, in nats.
-
-    The first term is the entropy of ``N(0, sigma^2 I)`` in |A| dimensions (FlashSAC's unified
-    target: -13.87 for 29 DoF at sigma = 0.15); the second moves it into the units of the policy's
-    log-probability when one unit of ``sigma`` is not one of those.
+def unified_target_entropy(num_actions: int, target_sigma: float) -> float:
+    """Entropy target ``0.5 |A| log(2 pi e sigma^2)``, in nats: the entropy of ``N(0, sigma^2 I)``
+    in |A| dimensions (FlashSAC's unified target: -13.87 for 29 DoF at sigma = 0.15), in the
+    units of the policy's log-probability (``FlashSACConfig.entropy_units``).
 
     Args:
         num_actions: |A|.
         target_sigma: sigma > 0.
-        sigma_unit: (A,) length of one unit of ``sigma`` in the log-probability's units: ones
-            when both are half-widths of the box (``target_sigma_units="box"``), ``1 / half_range``
-            when ``sigma`` is in the env's action units (``"action"``).
     """
-    gaussian = 0.5 * num_actions * math.log(2.0 * math.pi * math.e * target_sigma**2)
-    return gaussian + float(torch.log(sigma_unit.detach().double().cpu()).sum())
+    return 0.5 * num_actions * math.log(2.0 * math.pi * math.e * target_sigma**2)
 
 
 def scale_rewards(
