@@ -60,6 +60,20 @@ def test_bad_input_is_one_clear_line(tmp_path, args, expected):
     assert list(tmp_path.iterdir()) == [], "bad input must not write a run directory"
 
 
+@pytest.mark.parametrize("command", ["train", "config"])
+def test_a_setting_written_as_an_option_gets_the_override_hint(tmp_path, command):
+    result = run_cli(command, *BASE[1:], "--num_envs", "8", cwd=tmp_path)
+    assert result.returncode == 2
+    text = " ".join(result.stderr.replace("│", " ").split())  # typer boxes and wraps the message
+    assert "No such option: --num_envs" in text and "write num_envs=VALUE" in text
+    assert "unilab config --algo A --task T" in text and "Traceback" not in text
+    # A misspelt option keeps click's own suggestion instead.
+    result = run_cli(command, *BASE[1:], "--alg", "sac", cwd=tmp_path)
+    text = " ".join(result.stderr.replace("│", " ").split())
+    assert result.returncode == 2 and "Possible options: --algo" in text and "key=value" not in text
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_plugins_lists_builtins_with_distribution(tmp_path):
     result = run_cli("plugins", cwd=tmp_path)
     assert result.returncode == 0, result.stderr

@@ -19,6 +19,7 @@ import sys
 from typing import List, Optional
 
 import typer
+import typer.core
 
 from unilab.deploy import DEFAULT_ATOL, DEFAULT_NUM_ENVS, DEFAULT_STEPS
 
@@ -28,6 +29,26 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="UniLab: off-policy RL for humanoids on CPU MuJoCo physics.",
 )
+
+
+class _OverridesCommand(typer.core.TyperCommand):
+    """A command that takes ``key=value`` overrides: an unknown ``--option`` (e.g. ``--num_envs 8``,
+    as other frameworks spell settings) gets a hint to write it as an override."""
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:  # noqa: ANN001 (click's Context)
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as exc:  # click's NoSuchOption (typer >= 0.20 vendors click as typer._click)
+            if type(exc).__name__ != "NoSuchOption":
+                raise
+            if exc.option_name.startswith("--") and not exc.possibilities:  # not a misspelt option
+                name = exc.option_name[2:].replace("-", "_")
+                exc.message = (
+                    f"No such option: {exc.option_name}. Settings are key=value overrides after the "
+                    f"options: write {name}=VALUE and unilab names its full key (as in "
+                    f"algo.max_iterations=100), or list every key with `unilab config --algo A --task T`"
+                )
+            raise
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -46,7 +67,7 @@ def main(
     )
 
 
-@app.command(context_settings={"allow_extra_args": False})
+@app.command(cls=_OverridesCommand, context_settings={"allow_extra_args": False})
 def train(
     algo: str = typer.Option(..., "--algo", help="learning algorithm (see `unilab plugins`)"),
     task: str = typer.Option(..., "--task", help="task (see `unilab plugins`)"),
@@ -209,7 +230,7 @@ def export(
         raise typer.Exit(1)
 
 
-@app.command("config", context_settings={"allow_extra_args": False})
+@app.command("config", cls=_OverridesCommand, context_settings={"allow_extra_args": False})
 def show_config(
     algo: str = typer.Option(..., "--algo", help="learning algorithm (see `unilab plugins`)"),
     task: str = typer.Option(..., "--task", help="task (see `unilab plugins`)"),
