@@ -133,8 +133,10 @@ class FlashSACConfig:
     action_bound: float | None = None
     """Squash into the env's action box intersected with ``[-action_bound, action_bound]`` (action
     units) instead of the whole box. ``None``: the whole box, which for the G1 is the joint limits,
-    0.6-21.7 action units per side (geometric mean 4.8). The official code squashes into the env's
-    ``[-1, 1]`` action range, i.e. ``action_bound=1`` here (algorithms.md 1.1); one G1 action unit
+    0.6-21.7 action units per side (geometric mean 4.8), as the authors' G1 port's default
+    (``rsl_rl_flashsac``, ``isaaclab_flashsac/wrapper.py``: ``action_bound="joint_limit"``; its
+    ``"scalar"`` choice is +-k action units, this setting). The original code squashes into the
+    env's ``[-1, 1]`` action range, i.e. ``action_bound=1`` here (algorithms.md 1.1); one G1 action unit
     is 0.075-0.55 rad (``0.25 effort / kp``), so walking knees need about 3. The box shrinks only
     the policy's actions: the env's own bounds and the exported metadata stay as they are."""
     noise_repeat: bool = True
