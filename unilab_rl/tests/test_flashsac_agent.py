@@ -86,7 +86,7 @@ def test_action_bound_shrinks_the_squashing_box_only(make_env):
     assert (env.action_low.item(), env.action_high.item()) == (-1.0, 2.0)  # the env's own box is untouched
     # A bound wider than the box changes nothing.
     torch.testing.assert_close(make_flashsac(env, action_bound=5.0).actor.action_half_range, torch.tensor([1.5]))
-    with pytest.raises(ValueError, match=r"action_bound must be None or > 0, got -1"):
+    with pytest.raises(ValueError, match=r"action_bound must be null \(the whole box\) or > 0, got -1"):
         make_flashsac(env, action_bound=-1)
     env.action_low, env.action_high = torch.tensor([1.0]), torch.tensor([2.0])
     with pytest.raises(ValueError, match=r"action_bound=0.5 leaves no room in the env's action box"):

@@ -251,7 +251,9 @@ class FlashSACConfig:
             if getattr(self, name) not in (True, False, "auto"):
                 raise ValueError(f"FlashSACConfig.{name} must be True, False or 'auto', got {getattr(self, name)!r}")
         if self.action_bound is not None and not self.action_bound > 0:
-            raise ValueError(f"FlashSACConfig.action_bound must be None or > 0, got {self.action_bound!r}")
+            raise ValueError(
+                f"FlashSACConfig.action_bound must be null (the whole box) or > 0, got {self.action_bound!r}"
+            )
         if self.entropy_units not in ("action", "squashed"):
             raise ValueError(
                 f"FlashSACConfig.entropy_units must be 'action' or 'squashed', got {self.entropy_units!r}"
