@@ -17,6 +17,11 @@ Default grid: nworld 256, 1024, 4096 x threads 1, 2, 4, 8, 16, decimation 4 (an 
   alone (the first GPU-machine tables): single-core turbo makes limit x threads unreachable.
 * ``bare``: ``mujoco.batch.Batch`` (non-persistent, stage NONE): write ctrl into the bound view,
   ``step(nstep=4)``. Physics only, no bridge: the reference for the >= 95 % target.
+* ``bare_env``: ``bare`` on the model ``uni`` compiles (the plain G1 plus the sensors the
+  backend adds for the tracked bodies): the same physics work as ``uni``, so ``uni / bare_env``
+  is the bridge's own cost, while ``uni / bare`` (the issue's target) also counts those sensors,
+  which ``mj_step`` evaluates at every substep. Not in the default list: ``--variants
+  bare,bare_env,uni``.
 * ``uni``: ``unisim.backends.mujoco.MujocoBackend`` (mjbatch_uni with the packed host bridge,
   default options: derived="last_substep", MuJoCo's mj_step semantics for sensors and tracked
   bodies, qpos/qvel current): ``backend.step(ctrl)``
@@ -66,7 +71,7 @@ NSTEP = 4  # decimation
 SETTLE_STEPS = 300
 KP_SCALE = 10.0
 DR_FIELDS = ("geom_friction", "body_mass", "body_ipos", "actuator_gainprm", "actuator_biasprm")
-VARIANTS = ("bare", "uni", "uni_current", "uni_persist", "rollout", "pyloop")
+VARIANTS = ("bare", "bare_env", "uni", "uni_current", "uni_persist", "rollout", "pyloop")
 SLOW = ("rollout", "pyloop")
 
 
@@ -248,6 +253,18 @@ class Bare:
         self.b = self.ctrl = None
 
 
+class BareEnv(Bare):
+    def __init__(self, xml, n, t, s_int, s_full, ctrl):
+        from unisim import SimSpec
+        from unisim.backends.mujoco import MujocoBackend
+
+        probe = MujocoBackend(SimSpec(mjcf=xml, num_envs=1, nthread=1, decimation=NSTEP,
+                                      tracked_bodies=tracked_bodies()))
+        self.model = probe.batch.model  # kept alive: the batch below steps it
+        probe.close()
+        super().__init__(self.model, n, t, s_int, s_full, ctrl)
+
+
 class Uni:
     def __init__(self, xml, n, t, s_int, s_full, ctrl, options=None):
         import torch
@@ -331,7 +348,7 @@ class PyLoop:
         self.datas = []
 
 
-MAKERS = {"bare": Bare, "uni": Uni, "uni_current": UniCurrent, "uni_persist": UniPersist,
+MAKERS = {"bare": Bare, "bare_env": BareEnv, "uni": Uni, "uni_current": UniCurrent, "uni_persist": UniPersist,
           "rollout": Rollout, "pyloop": PyLoop}
 
 
@@ -559,7 +576,7 @@ def run_cell(xml, model, n, t, variants, args, s_int, s_full, ctrl, log):
     objs = {}
     for v in variants:
         maker = MAKERS[v]
-        src = xml if v.startswith("uni") else model
+        src = xml if v.startswith("uni") or v == "bare_env" else model
         objs[v] = maker(src, n, t, s_int, s_full, ctrl)
     samples = {v: [] for v in variants}
     limits, foreign = [], []
@@ -597,10 +614,16 @@ def run_cell(xml, model, n, t, variants, args, s_int, s_full, ctrl, log):
             v: 100 * statistics.median(a / b for a, b in zip(samples[v], samples["bare"]))
             for v in variants
         }
+    if "bare_env" in variants:
+        cell["pct_bare_env"] = {
+            v: 100 * statistics.median(a / b for a, b in zip(samples[v], samples["bare_env"]))
+            for v in variants if v.startswith("uni")
+        }
     log(f"  nworld={n:5d} threads={t:2d}  limit/core {limit:8.0f}  " + "  ".join(
         f"{v} {rates[v]:8.0f}" + (f" ({cell['pct_bare'][v]:.1f} % of bare, paired median)"
                                   if v != "bare" and "pct_bare" in cell else "")
-        for v in variants))
+        for v in variants)
+        + "".join(f"  {v}/bare_env {x:.1f} %" for v, x in cell.get("pct_bare_env", {}).items()))
     return cell
 
 
@@ -669,6 +692,13 @@ def fmt_table(cells, variants, mem, bridge, checks, facts, info, elapsed, clock=
             lines.append(f"target {v} >= 95 % of bare at every size: worst {worst[0]:.1f} % "
                          f"(nworld {worst[1]}, threads {worst[2]}) -> "
                          f"{'PASS' if worst[0] >= 95 else 'FAIL'}")
+    for v in ("uni", "uni_current", "uni_persist"):
+        vals = [(c["pct_bare_env"][v], c["nworld"], c["threads"]) for c in cells
+                if v in c.get("pct_bare_env", {})]
+        if vals:
+            lines.append(f"{v} / bare_env (same model, the bridge's own cost), paired medians: "
+                         + ", ".join(f"{n}x{t} {x:.1f} %" for x, n, t in vals)
+                         + f"; worst {min(vals)[0]:.1f} %")
     tmax = max((c["threads"] for c in cells), default=0)
     for v in ("bare", "uni", "uni_current", "uni_persist"):
         vals = [c["pct_limit"][v] for c in cells if c["threads"] == tmax and v in c["rates"]]
@@ -695,7 +725,9 @@ def main(argv=None) -> int:
     ints = lambda s: [int(x) for x in s.split(",") if x]  # noqa: E731
     p.add_argument("--nworld", type=ints, default=[256, 1024, 4096])
     p.add_argument("--threads", type=ints, default=[1, 2, 4, 8, 16])
-    p.add_argument("--variants", type=lambda s: s.split(","), default=list(VARIANTS))
+    p.add_argument("--variants", type=lambda s: s.split(","),
+                   default=[v for v in VARIANTS if v != "bare_env"],
+                   help=f"comma-separated, of {', '.join(VARIANTS)} (default: all but bare_env)")
     p.add_argument("--slow-nworld", type=ints, default=[256],
                    help="nworld at which rollout and pyloop run (default 256)")
     p.add_argument("--slow-threads", type=ints, default=[1, 2, 16],
