@@ -609,16 +609,13 @@ def run_cell(xml, model, n, t, variants, args, s_int, s_full, ctrl, log):
             "rates": rates, "samples": samples,
             "pct_limit": {v: 100 * rates[v] / (limit * t) for v in variants},
             "foreign_cores_max": max((f for f in foreign if f is not None), default=None)}
+    def paired(ref: str, of: list[str]) -> dict[str, float]:  # median over rounds of v / ref, %
+        return {v: 100 * statistics.median(a / b for a, b in zip(samples[v], samples[ref])) for v in of}
+
     if "bare" in variants:
-        cell["pct_bare"] = {
-            v: 100 * statistics.median(a / b for a, b in zip(samples[v], samples["bare"]))
-            for v in variants
-        }
+        cell["pct_bare"] = paired("bare", variants)
     if "bare_env" in variants:
-        cell["pct_bare_env"] = {
-            v: 100 * statistics.median(a / b for a, b in zip(samples[v], samples["bare_env"]))
-            for v in variants if v.startswith("uni")
-        }
+        cell["pct_bare_env"] = paired("bare_env", [v for v in variants if v.startswith("uni")])
     log(f"  nworld={n:5d} threads={t:2d}  limit/core {limit:8.0f}  " + "  ".join(
         f"{v} {rates[v]:8.0f}" + (f" ({cell['pct_bare'][v]:.1f} % of bare, paired median)"
                                   if v != "bare" and "pct_bare" in cell else "")

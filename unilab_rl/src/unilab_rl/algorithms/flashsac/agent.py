@@ -141,7 +141,6 @@ class FlashSAC:
         self.temperature_optimizer = torch.optim.Adam(
             [self.log_temperature], lr=cfg.lr * cfg.temperature_lr_scale, fused=fused
         )
-        self._optimizers = (self.actor_optimizer, self.critic_optimizer, self.temperature_optimizer)
         # Updates start in the iteration where the buffer first holds learning_starts * N rows.
         first = max(cfg.learning_starts - 1, 0)
         self.total_updates = max(cfg.max_iterations - first, 1) * cfg.num_updates
