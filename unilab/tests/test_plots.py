@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from unilab.plots import FILENAME, read_scalars, write_learning_curve
+from unilab.plots import DEFAULT_PANELS, FILENAME, default_panels, read_scalars, write_learning_curve
 from unilab.train import _write_plot
 
 
@@ -58,3 +58,21 @@ def test_missing_tags_and_empty_runs_still_plot(tmp_path):
 def test_plot_failure_is_reported_not_raised(tmp_path):
     assert _write_plot(tmp_path / "missing", 4).startswith("failed: FileNotFoundError")
     assert _write_plot(tmp_path, 4) == FILENAME
+
+
+def test_default_panels_show_the_task_headline_term(run_dir, tmp_path_factory):
+    walk = [tag for tag, _ in default_panels(read_scalars(run_dir))]
+    assert walk[-1] == "Episode_Reward/track_linear_velocity"
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    motion_dir = tmp_path_factory.mktemp("motion")
+    writer = SummaryWriter(log_dir=str(motion_dir))
+    for it in (10, 20):
+        writer.add_scalar("Train/mean_episode_length", 5.0 * it, it)
+        writer.add_scalar("Episode_Reward/motion_body_pos", it / 100.0, it)
+    writer.close()
+    motion = [tag for tag, _ in default_panels(read_scalars(motion_dir))]
+    assert motion == ["Train/mean_episode_length", "Train/mean_reward", "Episode_Reward/motion_body_pos"]
+    assert default_panels([]) == DEFAULT_PANELS  # nothing logged: the walking panels, "no data"
+    assert png_size(write_learning_curve(motion_dir))[0] > 1000

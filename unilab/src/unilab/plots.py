@@ -17,12 +17,28 @@ from pathlib import Path
 
 FILENAME = "learning_curve.png"
 
-#: (tag, panel title) of the default panels, one column each.
+#: (tag, panel title) of the default panels, one column each. The last one is the task's headline
+#: reward term: the first of :data:`HEADLINE_TERMS` that the run logged (see :func:`default_panels`).
 DEFAULT_PANELS: tuple[tuple[str, str], ...] = (
     ("Train/mean_episode_length", "mean episode length (env steps)"),
     ("Train/mean_reward", "mean episode return"),
     ("Episode_Reward/track_linear_velocity", "track_linear_velocity (per second)"),
 )
+
+#: Headline reward terms, per task: g1_walk_flat's velocity tracking, g1_motion_tracking's
+#: relative body positions (the term issue 5's tracking bar reads).
+HEADLINE_TERMS: tuple[tuple[str, str], ...] = (
+    ("Episode_Reward/track_linear_velocity", "track_linear_velocity (per second)"),
+    ("Episode_Reward/motion_body_pos", "motion_body_pos (per second)"),
+)
+
+
+def default_panels(tags) -> tuple[tuple[str, str], ...]:
+    """:data:`DEFAULT_PANELS` with its last panel set to the first of :data:`HEADLINE_TERMS` among
+    ``tags`` (the run's logged scalar tags); unchanged when none was logged."""
+    tags = set(tags)
+    headline = next((term for term in HEADLINE_TERMS if term[0] in tags), DEFAULT_PANELS[-1])
+    return (*DEFAULT_PANELS[:-1], headline)
 
 
 def read_scalars(run_dir: str | Path) -> dict[str, list[tuple[int, float, float]]]:
@@ -71,7 +87,7 @@ def write_learning_curve(
     run_dir: str | Path,
     *,
     num_envs: int | None = None,
-    panels: Sequence[tuple[str, str]] = DEFAULT_PANELS,
+    panels: Sequence[tuple[str, str]] | None = None,
     targets: Mapping[str, float] | None = None,
     filename: str = FILENAME,
 ) -> Path:
@@ -83,7 +99,8 @@ def write_learning_curve(
         run_dir: the run directory (TensorBoard events, ``run_summary.json``).
         num_envs: env steps per iteration; default from ``run_summary.json`` / ``run_config.json``,
             else the x axis shows iterations.
-        panels: (tag, title) per column; a tag without data shows "no data".
+        panels: (tag, title) per column; a tag without data shows "no data". Default:
+            :func:`default_panels` of the run's tags.
         targets: optional tag -> value drawn as a dashed horizontal line (e.g. an acceptance gate).
         filename: output file name inside ``run_dir``.
 
@@ -101,6 +118,7 @@ def write_learning_curve(
     if not run_dir.is_dir():
         raise FileNotFoundError(f"no run directory {run_dir}")
     scalars, t0 = _load(run_dir)
+    panels = default_panels(scalars) if panels is None else panels
     num_envs = num_envs if num_envs is not None else _num_envs(run_dir)
     per_step = num_envs or 1
     if t0 is None:
@@ -136,4 +154,4 @@ def write_learning_curve(
     return path
 
 
-__all__ = ["DEFAULT_PANELS", "FILENAME", "read_scalars", "write_learning_curve"]
+__all__ = ["DEFAULT_PANELS", "FILENAME", "HEADLINE_TERMS", "default_panels", "read_scalars", "write_learning_curve"]

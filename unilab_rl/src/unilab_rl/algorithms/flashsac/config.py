@@ -120,7 +120,8 @@ class FlashSACConfig:
       Jacobian of the squash onto the box, ``-sum_i log(half_range_i)``, so sigma is in action
       units. This is the FlashSAC authors' G1 port (``Holiday-Robot/rsl_rl_flashsac``,
       ``flash_sac.py``: "std temp_target_sigma per action dimension, fixed in PHYSICAL action
-      space"). Its env wrapper squashes onto a joint-limit box like ours.
+      space"). Its velocity and tracking configs squash onto +-1 and +-3 action units, its
+      DreamWaQ configs onto the joint limits (see :attr:`action_bound`).
     * ``"squashed"``: the ``[-1, 1]`` units of ``tanh(u)``, so sigma is in half-widths of the box.
       This is the original code (``flash_rl``), whose box is the env's ``[-1, 1]`` action range;
       on our joint-limit box (4.8 action units per side, geometric mean, for the G1) 0.15 is
@@ -129,16 +130,19 @@ class FlashSACConfig:
     The temperature's equilibrium is the same in both units up to the choice of sigma's unit. The
     soft return differs: in action units every step adds a constant ``alpha sum_i log(half_range_i)``
     (45.6 alpha for the G1). Measured on the GPU machine (docs/benchmarks.md, "FlashSAC's entropy
-    and temperature"): neither walks in 6,000 iterations."""
+    and temperature"): on the whole joint-limit box neither walks in 6,000 iterations."""
     action_bound: float | None = None
     """Squash into the env's action box intersected with ``[-action_bound, action_bound]`` (action
     units) instead of the whole box. ``None``: the whole box, which for the G1 is the joint limits,
-    0.6-21.7 action units per side (geometric mean 4.8), as the authors' G1 port's default
-    (``rsl_rl_flashsac``, ``isaaclab_flashsac/wrapper.py``: ``action_bound="joint_limit"``; its
-    ``"scalar"`` choice is +-k action units, this setting). The original code squashes into the
-    env's ``[-1, 1]`` action range, i.e. ``action_bound=1`` here (algorithms.md 1.1); one G1 action unit
-    is 0.075-0.55 rad (``0.25 effort / kp``), so walking knees need about 3. The box shrinks only
-    the policy's actions: the env's own bounds and the exported metadata stay as they are."""
+    0.6-21.7 action units per side (geometric mean 4.8). The authors' G1 port
+    (``Holiday-Robot/rsl_rl_flashsac``, ``isaaclab_flashsac/rl_cfg.py``) uses this choice,
+    ``action_bound="scalar"``, as its runner default: +-1 for the velocity tasks, +-3 for G1
+    motion tracking (``G1FlatTrackingFlashSACCfg``); only its DreamWaQ tasks squash onto the joint
+    limits. One G1 action unit is 0.075-0.55 rad (``0.25 effort / kp``), so walking knees need
+    about 3. g1_motion_tracking's owner YAML sets 3; measured there (docs/benchmarks.md, "Motion
+    tracking on the GPU machine"): two seeds of 5,000 iterations track the whole default clip. The
+    box shrinks only the policy's actions: the env's own bounds and the exported metadata stay as
+    they are."""
     noise_repeat: bool = True
     """Hold the exploration noise for a Zeta-distributed number of env steps (paper: on; off cost
     about 3-7 points on Isaac G1, algorithms.md 1.4). Off: fresh noise every step."""
