@@ -141,3 +141,18 @@ def test_symmetric_env_uses_actor_group_for_the_critic(make_env, make_sac) -> No
     assert sac.critic_group == "actor" and set(sac.replay.obs_dims) == {"actor"}
     _fill(sac, env, 3)
     assert "Loss/critic" in sac.update()
+
+
+def test_tf32_is_set_only_for_a_cuda_learner(make_env, make_sac) -> None:
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:  # process-wide flags (cuBLASModule is no plain attribute holder: set and restore by hand)
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+        make_sac(make_env(num_envs=4), tf32=True)  # a CPU learner: the flags stay as they were
+        assert torch.backends.cuda.matmul.allow_tf32 is False and torch.backends.cudnn.allow_tf32 is False
+        if torch.cuda.is_available():
+            make_sac(make_env(num_envs=4), device="cuda", tf32=True)
+            assert torch.backends.cuda.matmul.allow_tf32 is True and torch.backends.cudnn.allow_tf32 is True
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+    with pytest.raises(ValueError, match=r"SACConfig.tf32 must be true or false, got 'yes'"):
+        SACConfig(tf32="yes")

@@ -201,8 +201,9 @@ class FlashSACConfig:
     """Async: where each collector evaluates the exploration policy (and draws the held noise):
     ``"cpu"`` on its own torch threads, ``"learner"`` on the learner's device, the collector then
     holding its own CUDA context (about 0.5 GB); as
-    :attr:`unilab_rl.algorithms.sac.SACConfig.policy_device`. Not yet settled on the GPU machine
-    (docs/benchmarks.md): default ``"cpu"``."""
+    :attr:`unilab_rl.algorithms.sac.SACConfig.policy_device`. Default ``"cpu"``: SAC's actor was
+    faster on the learner's GPU (docs/benchmarks.md), FlashSAC's collector policy has not run on
+    CUDA yet."""
     learner_threads: int = 0
     """Async: torch intra-op threads of the learner process; 0 = automatic (as for SAC)."""
 

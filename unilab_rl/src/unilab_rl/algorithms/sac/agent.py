@@ -72,6 +72,9 @@ class SAC:
         self.cfg = dataclasses.replace(cfg)
         cfg = self.cfg
         self.device = resolve_device(cfg.device if device is None else device)
+        if cfg.tf32 and self.device.type == "cuda":  # process-wide (SACConfig.tf32)
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
         self.env_device = torch.device(env.device)
         self.num_envs = env.num_envs
         self.num_actions = env.num_actions

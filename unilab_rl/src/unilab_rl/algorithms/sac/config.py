@@ -127,6 +127,14 @@ class SACConfig:
     one H200 (torch 2.11) at G1 sizes (obs 99/111, 29 actions, batch 8192, 8 critic + 2 actor
     updates): ``update()`` took 23-28 ms, against 42-62 ms with ``"default"`` and 40-55 ms
     eager; the first iterations spend 35-50 s compiling."""
+    tf32: bool = False
+    """Let CUDA float32 matrix products use TF32 tensor cores (``torch.backends.cuda.matmul`` and
+    ``torch.backends.cudnn`` ``allow_tf32``: a 10-bit mantissa for the products, float32
+    accumulation). Process-wide, set only when the agent is built on a CUDA device. FlashSAC's
+    official code turns TF32 on (algorithms.md 1.2). Off until measured: the SAC update is
+    float32 throughout, and at batch 8192 its roughly 80 GFLOP per critic update make it
+    matmul-bound; ``benchmarks/update_speed.py --device cuda --algos sac --modes reduce-overhead``
+    with and without ``--set algo.tf32=true`` compares the two."""
 
     # -- Runtime ----------------------------------------------------------------------------
     runtime: Literal["sync", "async"] = "sync"
@@ -159,8 +167,10 @@ class SACConfig:
     ``"learner"``: on the learner's device (e.g. ``cuda:0``; with several ranks each rank's own):
     the actor observations (N, Da) float32 go there and the actions (N, A) come back every env
     step, and the collector then creates its own CUDA context (about 0.5 GB of GPU memory).
-    It ran once on the GPU machine, in a comparison the first compile confounded
-    (docs/benchmarks.md), so the default stays ``"cpu"`` (issue 4)."""
+    With a CPU learner both are the same. Measured on the GPU machine (docs/benchmarks.md,
+    "Asynchronous runtime", session 7): the 1024-env forward takes 0.7 ms on the H200 against
+    4.9 ms on one CPU thread, and one collector stepped 17 % faster with ``"learner"``, so the SAC
+    owner YAMLs set it. The code default stays ``"cpu"``: no other accelerator was measured."""
     learner_threads: int = 0
     """Async: torch intra-op threads of the learner process; 0 = automatic (1 on an accelerator,
     the cores left after physics and collector on the CPU, at least 1)."""
@@ -211,6 +221,8 @@ class SACConfig:
             raise ValueError(f"SACConfig.num_blocks must be >= 2, got {self.num_blocks!r}")
         if self.critic_reduction not in ("min", "mean"):
             raise ValueError(f"SACConfig.critic_reduction must be 'min' or 'mean', got {self.critic_reduction!r}")
+        if not isinstance(self.tf32, bool):
+            raise ValueError(f"SACConfig.tf32 must be true or false, got {self.tf32!r}")
         if self.use_compile not in (True, False, "auto"):
             raise ValueError(f"SACConfig.use_compile must be True, False or 'auto', got {self.use_compile!r}")
         modes = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
