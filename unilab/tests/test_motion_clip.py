@@ -126,3 +126,12 @@ def test_shipped_clip_is_what_the_script_generates(tmp_path):
     assert fresh.body_names == shipped.body_names
     np.testing.assert_allclose(fresh.body_pos_w, shipped.body_pos_w, atol=1e-5)
     np.testing.assert_allclose(fresh.joint_pos, shipped.joint_pos, atol=1e-6)
+
+
+def test_a_missing_configured_clip_names_the_setting(tmp_path):
+    from unilab.tasks.g1_motion_tracking import G1MotionTrackingConfig
+    from unilab.tasks.g1_motion_tracking.env_cfg import load_task_motion
+
+    cfg = G1MotionTrackingConfig(motion={"file": str(tmp_path / "absent.npz")})
+    with pytest.raises(MotionFormatError, match=r"absent.npz'?: key 'env.motion.file': expected the path of an existing"):
+        load_task_motion(cfg, step_dt=0.02)

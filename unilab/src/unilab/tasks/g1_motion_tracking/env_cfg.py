@@ -86,6 +86,9 @@ def load_task_motion(cfg: G1MotionTrackingConfig, step_dt: float):
     from unilab.motion import MotionFormatError
 
     path = cfg.motion.file or DEFAULT_MOTION
+    if not Path(path).is_file():  # name the setting, not only the file
+        raise MotionFormatError(path, "env.motion.file", "expected the path of an existing motion .npz "
+                                "(`unilab motion import` makes one from a retargeted CSV)")
     clip = load_motion(path, joint_names=g1.G1_JOINT_NAMES, joint_limits=g1.JOINT_RANGE)
     rate = 1.0 / step_dt
     if abs(clip.fps - rate) > 1e-3:
