@@ -140,7 +140,8 @@ class FlashSACConfig:
     motion tracking (``G1FlatTrackingFlashSACCfg``); only its DreamWaQ tasks squash onto the joint
     limits. One G1 action unit is 0.075-0.55 rad (``0.25 effort / kp``), so walking knees need
     about 3. g1_motion_tracking's owner YAML sets 3; measured there (docs/benchmarks.md, "Motion
-    tracking on the GPU machine"): two seeds of 5,000 iterations track the whole default clip. The
+    tracking on the GPU machine"): the 5,000-iteration default and a second seed stopped at 4,913
+    both track the whole default clip. The
     box shrinks only the policy's actions: the env's own bounds and the exported metadata stay as
     they are."""
     noise_repeat: bool = True
