@@ -16,8 +16,10 @@ g1_walk_flat (the owner's task defaults) on ``MujocoBackend`` with ``--nthread``
 
 Each is reported as wall time (``time.perf_counter``) and as CPU time of the process
 (``time.process_time``; with 1 physics thread and 1 torch thread that is one core's work, and it
-is robust to other load on a shared machine). Actions are uniform in the env's action box, drawn
-from a separate seeded generator, so robots fall and reset as in early training. A warm-up of
+is robust to other load on a shared machine). Actions (``--actions``): ``uniform`` in the env's
+action box, drawn from a separate seeded generator, so robots fall and reset as in early training
+(the default); ``standing``, all zero, i.e. the default pose's joint targets, so robots stand and
+only pushes and time-outs interrupt them, as with a trained policy. A warm-up of
 ``--warmup`` steps runs first; each repeat is ``--steps`` steps; medians over repeats are printed.
 
 ``--profile`` times the phases of ``env.step`` (CPU time per phase, one block) and runs cProfile over one extra block of steps at the first num_envs and prints the top
@@ -117,10 +119,16 @@ def sections(env, timer, steps: int, gen: torch.Generator) -> None:
         print(f"{key:>40}: {1e3 * st.cpu[key] / steps:7.3f} ms  ({st.calls[key] / steps:.2f} calls/step)")
 
 
+ACTIONS = "uniform"  # --actions: uniform | standing (set in main)
+
+
 def run_block(env, timer: PhysicsTimer, steps: int, gen: torch.Generator) -> dict[str, float]:
     lo, hi = env.action_low, env.action_high
-    actions = [lo + (hi - lo) * torch.rand(env.num_envs, env.num_actions, generator=gen)
-               for _ in range(steps)]
+    if ACTIONS == "standing":  # the default pose's joint targets: robots stand (trained-policy regime)
+        actions = [torch.zeros(env.num_envs, env.num_actions) for _ in range(steps)]
+    else:
+        actions = [lo + (hi - lo) * torch.rand(env.num_envs, env.num_actions, generator=gen)
+                   for _ in range(steps)]
     timer.reset()
     resets = 0
     w, c = time.perf_counter(), time.process_time()
@@ -168,7 +176,11 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--profile-steps", type=int, default=50)
     ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--actions", choices=("uniform", "standing"), default="uniform",
+                    help="uniform in the action box (robots fall, many resets) or zero (robots stand)")
     args = ap.parse_args()
+    global ACTIONS
+    ACTIONS = args.actions
     torch.set_num_threads(args.torch_threads)
 
     rows = []
