@@ -111,28 +111,27 @@ class SectionTimer:
         return timed
 
 
-def sections(env, timer, steps: int, gen: torch.Generator) -> None:
+def sections(env, timer, steps: int, gen: torch.Generator, actions: str = "uniform") -> None:
     st = SectionTimer(env)
-    run_block(env, timer, steps, gen)
+    run_block(env, timer, steps, gen, actions)
     print(f"\n--- phases of env.step, CPU (thread) ms per env step, {steps} steps ---")
     for key in st.cpu:
         print(f"{key:>40}: {1e3 * st.cpu[key] / steps:7.3f} ms  ({st.calls[key] / steps:.2f} calls/step)")
 
 
-ACTIONS = "uniform"  # --actions: uniform | standing (set in main)
-
-
-def run_block(env, timer: PhysicsTimer, steps: int, gen: torch.Generator) -> dict[str, float]:
+def run_block(env, timer: PhysicsTimer, steps: int, gen: torch.Generator,
+              actions: str = "uniform") -> dict[str, float]:
+    """One timed block of ``steps`` env steps; ``actions``: ``"uniform"`` or ``"standing"`` (--actions)."""
     lo, hi = env.action_low, env.action_high
-    if ACTIONS == "standing":  # the default pose's joint targets: robots stand (trained-policy regime)
-        actions = [torch.zeros(env.num_envs, env.num_actions) for _ in range(steps)]
+    if actions == "standing":  # the default pose's joint targets: robots stand (trained-policy regime)
+        batches = [torch.zeros(env.num_envs, env.num_actions) for _ in range(steps)]
     else:
-        actions = [lo + (hi - lo) * torch.rand(env.num_envs, env.num_actions, generator=gen)
+        batches = [lo + (hi - lo) * torch.rand(env.num_envs, env.num_actions, generator=gen)
                    for _ in range(steps)]
     timer.reset()
     resets = 0
     w, c = time.perf_counter(), time.process_time()
-    for a in actions:
+    for a in batches:
         _, _, term, trunc, _ = env.step(a)
         resets += int((term | trunc).sum())
     cpu = time.process_time() - c
@@ -146,10 +145,10 @@ def run_block(env, timer: PhysicsTimer, steps: int, gen: torch.Generator) -> dic
     }
 
 
-def profile(env, timer, steps: int, gen: torch.Generator, top: int) -> None:
+def profile(env, timer, steps: int, gen: torch.Generator, top: int, actions: str = "uniform") -> None:
     prof = cProfile.Profile()
     prof.enable()
-    run_block(env, timer, steps, gen)
+    run_block(env, timer, steps, gen, actions)
     prof.disable()
     for key in ("tottime", "cumulative"):
         s = io.StringIO()
@@ -159,7 +158,7 @@ def profile(env, timer, steps: int, gen: torch.Generator, top: int) -> None:
     from torch.profiler import ProfilerActivity, profile as tprofile
 
     with tprofile(activities=[ProfilerActivity.CPU]) as p:
-        run_block(env, timer, steps, gen)
+        run_block(env, timer, steps, gen, actions)
     print(f"\n--- torch profiler, {steps} steps, by self CPU time ---")
     print(p.key_averages().table(sort_by="self_cpu_time_total", row_limit=top))
 
@@ -179,8 +178,6 @@ def main() -> None:
     ap.add_argument("--actions", choices=("uniform", "standing"), default="uniform",
                     help="uniform in the action box (robots fall, many resets) or zero (robots stand)")
     args = ap.parse_args()
-    global ACTIONS
-    ACTIONS = args.actions
     torch.set_num_threads(args.torch_threads)
 
     rows = []
@@ -190,14 +187,14 @@ def main() -> None:
         timer = PhysicsTimer(env.backend)
         gen = torch.Generator().manual_seed(args.seed + 1)
         env.reset()
-        run_block(env, timer, args.warmup, gen)
-        blocks = [run_block(env, timer, args.steps, gen) for _ in range(args.repeats)]
+        run_block(env, timer, args.warmup, gen, args.actions)
+        blocks = [run_block(env, timer, args.steps, gen, args.actions) for _ in range(args.repeats)]
         med = {k: statistics.median(b[k] for b in blocks) for k in blocks[0]}
         rows.append((n, med, blocks))
         print(f"num_envs={n}: " + ", ".join(f"{k}={v:.3f}" for k, v in med.items()), flush=True)
         if args.profile and i == 0:
-            sections(env, timer, args.profile_steps, gen)
-            profile(env, timer, args.profile_steps, gen, args.top)
+            sections(env, timer, args.profile_steps, gen, args.actions)
+            profile(env, timer, args.profile_steps, gen, args.top, args.actions)
         env.close()
 
     print(f"\nms per env step, median of {args.repeats} x {args.steps} steps "

@@ -391,8 +391,8 @@ def train(
 def _end_rank_process() -> None:
     """End a rank other than 0 after its work is done and closed (env, process group), skipping the
     interpreter's finalization: there, torch's distributed (gloo) objects' threads occasionally
-    aborted the rank with "terminate called without an active exception" (2 in about 70 runs of
-    the 2-rank CPU test, CI included) after a complete run. Such a rank writes no files; its
+    aborted the rank with "terminate called without an active exception" (2 in 57 runs of the
+    2-rank CPU test, CI included) after a complete run. Such a rank writes no files; its
     streams are flushed first."""
     logging.shutdown()
     sys.stdout.flush()
