@@ -19,7 +19,9 @@ the other in this process:
 * ``async``: :class:`unilab_rl.AsyncOffPolicyRunner`, the same; ``steady`` excludes the
   collector's start-up (spawn, imports, env build). With ``--num-collectors 1,2,4`` it runs once
   per collector count (``algo.num_collectors``; keys ``async`` for 1, ``async_k2``, ``async_k4``...),
-  each collector with ``physics // K`` physics threads, e.g.
+  each collector with ``physics // K`` physics threads; ``--collector-shards 1,2`` likewise runs
+  each count of env shards per collector (``algo.collector_shards``, one thread each; keys
+  ``async_s2``, ``async_k2_s2``...), e.g.
 
     python benchmarks/async_vs_sync.py --num-envs 1024 --iterations 300 --device cuda --num-collectors 1,2,4
 
@@ -36,7 +38,10 @@ GPU machine; it also takes CPU cores from physics) and the rows' order does not 
 comparison; ``--no-warmup`` skips it.
 
 Physics threads: ``--nthread`` (0 = :func:`unilab.train.thread_split`'s choice: in async mode the
-cores left after the collector and learner threads; in sync mode every core). Learner torch
+cores left after the collector and learner threads; in sync mode every core); each of K async
+collectors gets ``physics // K`` of them, or ``--physics-per-collector`` (e.g. all of them each, so
+that the pools oversubscribe the cores and one collector's env code runs while another's physics
+does). Learner torch
 threads: ``--learner-threads`` in both runtimes when given (on a busy CPU, torch's default thread
 count can be far slower than 1 for these small networks), else the split's choice (sync: torch's
 default).
@@ -67,10 +72,15 @@ def main() -> None:
     parser.add_argument("--device", default="auto", help="learner device (auto, cpu, cuda, ...)")
     parser.add_argument("--nthread", type=int, default=0, help="physics threads; 0 = automatic split")
     parser.add_argument("--collector-threads", type=int, default=1)
+    parser.add_argument("--physics-per-collector", type=int, default=0,
+                        help="physics threads of each async collector; 0 = the split's physics // K")
     parser.add_argument("--learner-threads", type=int, default=0)
     parser.add_argument("--block-steps", type=int, default=None)
     parser.add_argument("--num-collectors", default="1",
                         help="async collector processes, a comma-separated list runs each (e.g. 1,2,4)")
+    parser.add_argument("--collector-shards", default="1",
+                        help="env shards per async collector (algo.collector_shards, one thread each), a "
+                             "comma-separated list runs each (e.g. 1,2)")
     parser.add_argument("--policy-device", default="cpu",
                         help="where async collectors act (algo.policy_device), a comma-separated list runs each "
                              "(e.g. cpu,learner)")
@@ -85,6 +95,11 @@ def main() -> None:
     bad = [k for k in collector_counts if k < 1 or args.num_envs % k]
     if not collector_counts or bad:
         parser.error(f"--num-collectors: each must be >= 1 and divide --num-envs={args.num_envs}, got {bad}")
+    shard_counts = [int(s) for s in str(args.collector_shards).split(",") if s.strip()]
+    bad = [s for s in shard_counts if s < 1 or args.num_envs % (s * max(collector_counts))]
+    if not shard_counts or bad:
+        parser.error(f"--collector-shards: each must be >= 1 and, times each collector count, divide --num-envs, "
+                     f"got {bad}")
     policy_devices = [p.strip() for p in str(args.policy_device).split(",") if p.strip()]
     bad = [p for p in policy_devices if p not in ("cpu", "learner")]
     if not policy_devices or bad:
@@ -113,24 +128,25 @@ def main() -> None:
         )
 
     default_threads = torch.get_num_threads()
-    runs = [(r, 1, "cpu") for r in ("backend", "physics", "inference", "sync") if r not in args.skip]
+    runs = [(r, 1, 1, "cpu") for r in ("backend", "physics", "inference", "sync") if r not in args.skip]
     if "async" not in args.skip:
-        runs += [("async" + ("" if k == 1 else f"_k{k}") + ("" if p == "cpu" else f"_{p}"), k, p)
-                 for k in collector_counts for p in policy_devices]
+        runs += [("async" + ("" if k == 1 else f"_k{k}") + ("" if s == 1 else f"_s{s}") + ("" if p == "cpu" else f"_{p}"),
+                  k, s, p) for k in collector_counts for s in shard_counts for p in policy_devices]
     if args.warmup and any(r[0] == "sync" or r[0].startswith("async") for r in runs):
         first = next(i for i, r in enumerate(runs) if r[0] == "sync" or r[0].startswith("async"))
-        runs.insert(first, ("warmup", 1, "cpu"))
-    for key, num_collectors, policy_device in runs:
+        runs.insert(first, ("warmup", 1, 1, "cpu"))
+    for key, num_collectors, shards, policy_device in runs:
         runtime = "async" if key.startswith("async") or key == "backend" else "sync" if key == "warmup" else key
         seed_everything(cfg.training.seed)
         algo_cfg = _algo_config(algo_reg, cfg.model_copy(update={"algo": cfg.algo.model_copy(
             update={"runtime": "async" if runtime == "async" else "sync", "num_collectors": num_collectors,
-                    "policy_device": policy_device})}))
+                    "collector_shards": shards, "policy_device": policy_device})}))
         threads = thread_split(algo_cfg.runtime, args.nthread, args.collector_threads, args.learner_threads, device,
                                num_collectors)
         if runtime == "async":
-            threads |= {"collectors": num_collectors,
-                        "physics_per_collector": max(1, threads["physics"] // num_collectors)}
+            threads |= {"collectors": num_collectors, "collector_shards": shards,
+                        "physics_per_collector": args.physics_per_collector
+                        or max(1, threads["physics"] // num_collectors)}
         if algo_cfg.runtime == "sync" and args.learner_threads:  # same learner threads in both runtimes
             threads["learner"] = args.learner_threads
         torch.set_num_threads(threads["learner"] or default_threads)
@@ -190,6 +206,7 @@ def main() -> None:
                         "collector_wait_time_s": summary.collector_wait_time_s,
                         "utd_ratio": summary.utd_ratio,
                         "transfer": summary.transfer,
+                        "collector_phase_time_s": summary.collector_phase_time_s,
                         "policy_device": summary.policy_device or str(device),  # sync: the learner acts
                         "threads": threads,
                         "compile_backend": getattr(agent, "compile_backend", "eager"),
@@ -200,14 +217,14 @@ def main() -> None:
 
     print()
     print(f"{'':18s} {'env steps/s':>12s} {'steady':>10s} {'physics thr':>11s}  policy on")
-    for key in ("backend", "physics", "sync", *(k for k, _, _ in runs if k.startswith("async"))):
+    for key in ("backend", "physics", "sync", *(r[0] for r in runs if r[0].startswith("async"))):
         if key in results:
             r = results[key]
             steady = r.get("steady_env_steps_per_s")
             print(f"{key:18s} {r['env_steps_per_s']:12.1f} {'' if steady is None else f'{steady:10.1f}':>10s} "
                   f"{r['threads']['physics']:11d}  {r.get('policy_device', '')}")
     if "backend" in results:
-        for key in (k for k, _, _ in runs if k.startswith("async") or k == "sync"):
+        for key in (r[0] for r in runs if r[0].startswith("async") or r[0] == "sync"):
             if key in results and results[key].get("steady_env_steps_per_s"):
                 print(f"{key}: steady / backend alone = "
                       f"{results[key]['steady_env_steps_per_s'] / results['backend']['env_steps_per_s']:.3f} "

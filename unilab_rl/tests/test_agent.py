@@ -143,16 +143,41 @@ def test_symmetric_env_uses_actor_group_for_the_critic(make_env, make_sac) -> No
     assert "Loss/critic" in sac.update()
 
 
-def test_tf32_is_set_only_for_a_cuda_learner(make_env, make_sac) -> None:
-    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    try:  # process-wide flags (cuBLASModule is no plain attribute holder: set and restore by hand)
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-        make_sac(make_env(num_envs=4), tf32=True)  # a CPU learner: the flags stay as they were
-        assert torch.backends.cuda.matmul.allow_tf32 is False and torch.backends.cudnn.allow_tf32 is False
-        if torch.cuda.is_available():
-            make_sac(make_env(num_envs=4), device="cuda", tf32=True)
-            assert torch.backends.cuda.matmul.allow_tf32 is True and torch.backends.cudnn.allow_tf32 is True
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
-    with pytest.raises(ValueError, match=r"SACConfig.tf32 must be true or false, got 'yes'"):
-        SACConfig(tf32="yes")
+def test_cuda_graph_setting_is_checked(make_env, make_sac) -> None:
+    with pytest.raises(ValueError, match=r"SACConfig.cuda_graph must be true, false or 'auto', got 'yes'"):
+        SACConfig(cuda_graph="yes")
+    with pytest.raises(ValueError, match=r"SACConfig.cuda_graph=true needs a CUDA learner device, got cpu"):
+        make_sac(make_env(num_envs=4), cuda_graph=True)
+    env = make_env(num_envs=4)
+    sac = make_sac(env, cuda_graph="auto")  # a CPU learner: eager, optimizers not capturable
+    _fill(sac, env, 3)
+    assert "Loss/critic" in sac.update() and not sac.cuda_graphs
+    assert not sac.critic_optimizer.param_groups[0]["capturable"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
+def test_cuda_graph_replays_take_the_eager_steps(make_env, make_sac) -> None:
+    """Captured steps do what the eager steps do: the same random rows (both draw with
+    sample_capturable from the device generator), the same losses and the same weights after 4
+    iterations, of which the first runs the warm-up steps and the second captures."""
+    agents = []
+    for graph in (True, False):
+        torch.manual_seed(0)
+        env = make_env(num_envs=16)
+        sac = make_sac(env, device="cuda", cuda_graph=graph, use_compile=False, num_updates=4, policy_frequency=2,
+                       batch_size=64, symmetry=False)
+        _fill(sac, env, 8)
+        if not graph:
+            sac.sample_batch = lambda s=sac: s.replay.sample_capturable(s.cfg.batch_size, s.mirror)
+        torch.manual_seed(1)
+        agents.append((sac, [sac.update() for _ in range(4)]))
+    (graphed, logs_g), (eager, logs_e) = agents
+    assert graphed.cuda_graphs and not eager.cuda_graphs
+    for a, b in zip(logs_g, logs_e):
+        assert a.keys() == b.keys()
+        for key in a:
+            assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-5), key
+    for p, q in zip([*graphed.actor.parameters(), *graphed.critic_target.parameters(), graphed.log_alpha],
+                    [*eager.actor.parameters(), *eager.critic_target.parameters(), eager.log_alpha]):
+        torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5)
+    assert graphed.critic_optimizer.param_groups[0]["capturable"]

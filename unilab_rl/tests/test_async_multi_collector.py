@@ -1,6 +1,7 @@
-"""AsyncOffPolicyRunner with several collector processes (``num_collectors``): every shard's env
-rows stored once per step, exactly as a single-shard run with the shard's seeds; UTD held; episode
-statistics merged; one collector's death fails the run naming it; bad settings rejected."""
+"""AsyncOffPolicyRunner with several env shards, as collector processes (``num_collectors``), as
+threads of one collector (``collector_shards``) or both: every shard's env rows stored once per
+step, exactly as a single-shard run with the shard's seeds; UTD held; episode statistics merged;
+one collector's death or one shard thread's error fails the run naming it; bad settings rejected."""
 
 from __future__ import annotations
 
@@ -28,18 +29,21 @@ def _fields(sac, steps: int, n: int) -> dict[str, torch.Tensor]:
     return {k: v[:rows].reshape(steps, n, *v.shape[1:]) for k, v in fields.items()}
 
 
-def test_two_collectors_store_each_shard_like_a_single_shard_run(make_sac) -> None:
-    iterations, shard = 6, 4  # 6 steps with block_steps=4: the last block is partial
-    asyn = make_sac(make_point_env(), learning_starts=100, block_steps=4, num_blocks=2, num_collectors=2)
+@pytest.mark.parametrize("collectors, shards", [(2, 1), (1, 2), (2, 2)])
+def test_shards_store_each_shard_like_a_single_shard_run(make_sac, collectors, shards) -> None:
+    iterations, n_shards = 6, collectors * shards  # 6 steps with block_steps=4: the last block is partial
+    shard = 8 // n_shards
+    asyn = make_sac(make_point_env(), learning_starts=100, block_steps=4, num_blocks=2, num_collectors=collectors,
+                    collector_shards=shards)
     logged: list[dict[str, float]] = []
     runner = AsyncOffPolicyRunner(make_point_env, asyn, seed=7, env_seed=3, log_fn=lambda it, m: logged.append(m))
     summary = runner.learn(iterations)
 
     assert asyn.iteration == iterations and len(asyn.replay) == iterations * 8
-    assert summary.transfer["blocks"] == 2 and runner.collector_exitcodes == [0, 0]
+    assert summary.transfer["blocks"] == 2 and runner.collector_exitcodes == [0] * collectors
     got = _fields(asyn, iterations, 8)
     returns, lengths = [], []
-    for k in range(2):  # shard k == a single-collector run with the shard's env and action seeds
+    for k in range(n_shards):  # shard k == a single-collector run with the shard's env and action seeds
         env = PointEnv(num_envs=shard, max_episode_length=5, seed=3 + k * SHARD_SEED_STRIDE)
         ref = make_sac(env, learning_starts=100)
         ref_runner = OffPolicyRunner(env, ref, seed=7 + k * SHARD_SEED_STRIDE)
@@ -55,9 +59,10 @@ def test_two_collectors_store_each_shard_like_a_single_shard_run(make_sac) -> No
     assert live_children() == []
 
 
-def test_two_collectors_hold_the_update_to_data_ratio(make_sac) -> None:
+@pytest.mark.parametrize("collectors, shards", [(2, 1), (1, 2)])
+def test_shards_hold_the_update_to_data_ratio(make_sac, collectors, shards) -> None:
     sac = make_sac(make_point_env(), learning_starts=2, num_updates=2, batch_size=16, block_steps=3, num_blocks=2,
-                   sync_weights_every=2, num_collectors=2)
+                   sync_weights_every=2, num_collectors=collectors, collector_shards=shards)
     logged: list[tuple[int, dict[str, float]]] = []
     runner = AsyncOffPolicyRunner(make_point_env, sac, log_fn=lambda it, m: logged.append((it, m)))
     summary = runner.learn(12)
@@ -71,8 +76,35 @@ def test_two_collectors_hold_the_update_to_data_ratio(make_sac) -> None:
                 "Episode_Termination/reached", "Perf/policy_lag"):
         assert key in keys, key
     assert summary.transfer["weight_broadcasts"] == 11 and summary.transfer["weight_pulls"] > 0
-    assert runner.collector_exitcode == 0 and runner.collector_exitcodes == [0, 0]
+    assert runner.collector_exitcode == 0 and runner.collector_exitcodes == [0] * collectors
     assert runner.cleanup_errors == [] and live_children() == []
+
+
+class _FailingPointEnv(PointEnv):
+    """A PointEnv whose third step raises, in the shard with seed 3 + SHARD_SEED_STRIDE only."""
+
+    def __init__(self, num_envs: int, max_episode_length: int, seed: int) -> None:
+        super().__init__(num_envs, max_episode_length, seed)
+        self.breaks, self.steps = seed == 3 + SHARD_SEED_STRIDE, 0
+
+    def step(self, actions):
+        self.steps += 1
+        if self.breaks and self.steps == 3:
+            raise RuntimeError("shard 1 broke at its third step")
+        return super().step(actions)
+
+
+make_failing_env = functools.partial(_FailingPointEnv, num_envs=8, max_episode_length=5, seed=3)
+
+
+def test_an_error_in_one_shard_thread_fails_the_run_naming_it(make_sac) -> None:
+    sac = make_sac(make_point_env(), learning_starts=1, block_steps=1, num_blocks=2, collector_shards=2)
+    runner = AsyncOffPolicyRunner(make_failing_env, sac, env_seed=3)
+    with pytest.raises(CollectorDied, match=r"collector process failed at iteration \d+: collector shard 1 failed: "
+                                            r"RuntimeError: shard 1 broke at its third step"):
+        runner.learn(10_000)
+    assert runner.collector_exitcode == 1 and sac.iteration < 10_000
+    assert live_children() == []
 
 
 def test_killing_one_of_two_collectors_fails_the_run_naming_it(make_sac) -> None:
@@ -93,9 +125,14 @@ def test_killing_one_of_two_collectors_fails_the_run_naming_it(make_sac) -> None
 def test_bad_num_collectors_is_rejected() -> None:
     with pytest.raises(ValueError, match=r"SACConfig.num_collectors must be >= 1, got 0"):
         SACConfig(num_envs=8, num_collectors=0)
-    with pytest.raises(ValueError, match=r"num_envs must be divisible by SACConfig.num_collectors, got "
-                                         r"num_envs=8 and num_collectors=3"):
+    with pytest.raises(ValueError, match=r"num_envs must be divisible by SACConfig.num_collectors \* "
+                                         r"SACConfig.collector_shards, got num_envs=8, num_collectors=3 and "
+                                         r"collector_shards=1"):
         SACConfig(num_envs=8, num_collectors=3)
+    with pytest.raises(ValueError, match=r"SACConfig.collector_shards must be >= 1, got 0"):
+        SACConfig(num_envs=8, collector_shards=0)
+    with pytest.raises(ValueError, match=r"collector_shards=3"):
+        SACConfig(num_envs=8, collector_shards=3)
 
 
 def test_env_logs_of_shards_are_merged() -> None:

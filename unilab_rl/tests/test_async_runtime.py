@@ -6,12 +6,13 @@ from __future__ import annotations
 import functools
 import os
 import signal
+import time
 
 import pytest
 import torch
 
 from unilab_rl import AsyncOffPolicyRunner, CollectorDied, OffPolicyRunner
-from unilab_rl.async_runtime import SharedWeights, flat_state, load_flat_state
+from unilab_rl.async_runtime import COLLECTOR_PHASES, SharedWeights, flat_state, load_flat_state
 
 from unilab_rl.testing import PointEnv, live_children
 
@@ -28,6 +29,40 @@ class _FailingEnv(PointEnv):
 
 def _make_failing_env():
     return _FailingEnv(num_envs=8, max_episode_length=5, seed=3)
+
+
+class _TimedPhysicsEnv(PointEnv):
+    """Reports 3 ms of "physics" per step (a sleep) in ``physics_time_s``, as ManagerBasedRlEnv
+    reports its ``backend.step``."""
+
+    def __init__(self, num_envs: int, max_episode_length: int, seed: int) -> None:
+        super().__init__(num_envs, max_episode_length, seed)
+        self.physics_time_s = 0.0
+
+    def step(self, actions):
+        t0 = time.perf_counter()
+        time.sleep(0.003)
+        self.physics_time_s += time.perf_counter() - t0
+        return super().step(actions)
+
+
+make_timed_env = functools.partial(_TimedPhysicsEnv, num_envs=8, max_episode_length=5, seed=3)
+
+
+def test_collection_time_is_split_by_phase(make_sac) -> None:
+    logged: list[dict[str, float]] = []
+    sac = make_sac(make_point_env(), learning_starts=2, block_steps=4, num_blocks=2)
+    summary = AsyncOffPolicyRunner(make_timed_env, sac, log_fn=lambda it, m: logged.append(m)).learn(12)
+    phases = summary.collector_phase_time_s
+    assert tuple(phases) == COLLECTOR_PHASES and all(v >= 0 for v in phases.values())
+    assert 12 * 0.003 <= phases["physics"] <= summary.collection_time_s
+    assert phases["policy"] > 0 and phases["env"] > 0 and phases["write"] > 0
+    assert sum(phases.values()) == pytest.approx(summary.collection_time_s, rel=0.05)
+    assert all(m["Perf/collector_physics_time"] >= 0.003 for m in logged)
+    # An env without physics_time_s: the whole env.step counts as env.
+    sac = make_sac(make_point_env(), learning_starts=2, block_steps=4, num_blocks=2)
+    phases = AsyncOffPolicyRunner(make_point_env, sac).learn(4).collector_phase_time_s
+    assert phases["physics"] == 0.0 and phases["env"] > 0
 
 
 

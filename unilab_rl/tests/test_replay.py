@@ -68,6 +68,28 @@ def test_sampling_is_uniform_and_reproducible() -> None:
     assert (counts / 8000 - 1 / 8).abs().max() < 0.02
 
 
+def test_capturable_sampling_follows_the_device_size_and_is_uniform() -> None:
+    """sample_capturable reads the size from size_tensor, so one call site (a CUDA graph) sees the
+    buffer fill; rows stay consistent and uniform over the stored part."""
+    buf = _buffer(16)
+    buf.add(**_transitions(torch.arange(4)))
+    assert buf.size_tensor.item() == 4
+    torch.manual_seed(0)
+    ids = buf.sample_capturable(4000).obs["actor"][:, 0]
+    assert set(ids.long().tolist()) == set(range(4))
+    buf.add(**_transitions(torch.arange(4, 20)))  # wraps: 16 rows, ids 4..19
+    assert buf.size_tensor.item() == 16
+    batch = buf.sample_capturable(16000)
+    ids = batch.obs["actor"][:, 0]
+    assert set(ids.long().tolist()) == set(range(4, 20))
+    torch.testing.assert_close(batch.rewards, ids * 10)
+    torch.testing.assert_close(batch.next_obs["critic"][:, 0], ids + 1000)
+    counts = torch.bincount(ids.long() - 4, minlength=16).float()
+    assert (counts / 16000 - 1 / 16).abs().max() < 0.015
+    with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
+        buf.sample_capturable(0)
+
+
 def test_errors() -> None:
     buf = _buffer(4)
     with pytest.raises(ValueError, match="empty"):

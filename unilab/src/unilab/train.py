@@ -25,7 +25,7 @@ import torch
 from unilab import ddp, runs
 from unilab.config import ConfigError, build_run_model, owner_config_files, resolve_config
 from unilab.plugins import TASKS
-from unilab_rl.async_runtime import CollectorDied, collector_policy_device
+from unilab_rl.async_runtime import COLLECTOR_PHASES, CollectorDied, collector_policy_device
 from unilab_rl.device import resolve_device
 from unilab_rl.registry import ALGORITHMS
 from unisim import CapabilityError
@@ -433,7 +433,8 @@ def _train(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, algo_cfg, argv
             log.warning("%d collectors with at least one physics thread each use %d threads for %d planned "
                         "(sim.nthread or the free cores): cores are oversubscribed", num_collectors,
                         per * num_collectors, threads["physics"])
-        threads |= {"physics": per * num_collectors, "collectors": num_collectors, "physics_per_collector": per}
+        threads |= {"physics": per * num_collectors, "collectors": num_collectors, "physics_per_collector": per,
+                    "collector_shards": getattr(algo_cfg, "collector_shards", 1)}
     if threads["learner"]:
         torch.set_num_threads(threads["learner"])
     # A picklable factory (module-level function + plain arguments): the async collector process
@@ -542,6 +543,7 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             "tensor_native_env": context["tensor_native_env"],
             "cuda_context_initialized": torch.cuda.is_initialized(),
             "compile_backend": getattr(agent, "compile_backend", "eager"),
+            "cuda_graphs": False,  # set at the end: captured lazily by the first updates
             "runtime": context["runtime"],
             "threads": context["threads"],
             # Async: where the collectors act (issue 4: collector CPU or the learner's device).
@@ -598,6 +600,7 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
         "learner_wait_time_s": 0.0,
         "collector_wait_time_s": 0.0,
         "collector_start_time_s": 0.0,
+        "collector_phase_time_s": None,
         "utd_ratio": None,
     }
     # The walking milestone (issue #3): the first iteration at which the mean episode length of
@@ -619,6 +622,10 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
         stats["env_steps"] = iteration * steps_per_iteration
         for key in ("collection", "learning", "learner_wait", "collector_wait", "collector_start"):
             stats[f"{key}_time_s"] += metrics.get(f"Perf/{key}_time", 0.0)
+        if "Perf/collector_physics_time" in metrics:  # async: the collection time's split
+            phases = stats["collector_phase_time_s"] = stats["collector_phase_time_s"] or {}
+            for key in COLLECTOR_PHASES:
+                phases[key] = phases.get(key, 0.0) + metrics[f"Perf/collector_{key}_time"]
         stats["utd_ratio"] = metrics.get("Perf/utd_ratio", stats["utd_ratio"])
         for key, value in metrics.items():
             if key.startswith("Episode_Reward/"):
@@ -693,6 +700,7 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
                 cleanup_errors=cleanup_errors,
                 transfer=dict(getattr(runner, "transfer", None) or {}),
                 cuda_context_initialized=torch.cuda.is_initialized(),
+                cuda_graphs=bool(getattr(agent, "cuda_graphs", False)),
                 checkpoint=state["checkpoint"],
                 ended_at=time.strftime("%Y-%m-%dT%H:%M:%S"),
                 learn_wall_time_s=round(elapsed, 3),

@@ -27,10 +27,15 @@ The update-to-data ratio is held by design: the learner runs exactly ``num_updat
 env step it receives; when it is the slower side the collector waits for a free block, when the
 collector is slower the learner waits for a full one. Both waits are measured.
 
-Several collectors (``cfg.num_collectors`` = K): collector k steps its own env shard,
-``env_fn(num_envs=N/K, seed=env_seed + k * SHARD_SEED_STRIDE)``, into env columns
-``[k*N/K, (k+1)*N/K)`` of the same blocks, with its own free and full queue; the learner hands
-every block index to all K and stores a block once all K filled it.
+Shards: the N envs can be split into J = K x S shards, K collector processes
+(``cfg.num_collectors``) of S threads each (``cfg.collector_shards``). Shard j steps its own env,
+``env_fn(num_envs=N/J, seed=env_seed + j * SHARD_SEED_STRIDE)``, into env columns
+``[j*N/J, (j+1)*N/J)`` of the same blocks, with its own free and full queue; the learner hands
+every block index to all J and stores a block once all J filled it. The S shards of one process
+share nothing but the process: MuJoCo releases the GIL while it steps, so one shard's env code
+and policy run while another's physics does (each shard's physics pool has the process's
+threads, so the pools oversubscribe the cores by S). With S > 1 the shards draw their policy
+noise from one generator in thread order, so runs are not bit-reproducible.
 
 One iteration is, as in the synchronous runner, one env step of all envs plus its updates, so
 iteration counts, checkpoints, metrics and ``learning_starts`` mean the same in both runtimes.
@@ -44,7 +49,7 @@ agent, so any learner providing it runs async without changes here (SAC and Flas
   its seeded CPU generator: the agent's ``random_actions(n, generator)`` must draw the same);
 - ``cfg`` with ``learning_starts``, ``num_updates``, ``batch_size`` and the runtime keys
   ``block_steps``, ``num_blocks``, ``sync_weights_every``, ``collector_threads`` and optionally
-  ``num_collectors`` (default 1) and ``policy_device`` (default ``"cpu"``);
+  ``num_collectors`` and ``collector_shards`` (default 1) and ``policy_device`` (default ``"cpu"``);
 - ``replay`` with ``obs_dims``, ``capacity`` and ``len()``;
 - ``exploration_policy()``: an ``nn.Module`` mapping raw ``"actor"`` observations (B, Da) float32
   to collection actions (B, A) float32, sharing the learner's weights. The collector runs a deep
@@ -130,8 +135,15 @@ class CollectorDied(RuntimeError):
 # ----------------------------------------------------------------------------- learner interface
 ASYNC_CONFIG_KEYS = ("learning_starts", "num_updates", "batch_size", "block_steps", "num_blocks",
                      "sync_weights_every", "collector_threads")
-"""Fields the runner reads from ``learner.cfg`` (``num_collectors`` and ``policy_device`` are
-optional, default 1 and ``"cpu"``)."""
+"""Fields the runner reads from ``learner.cfg`` (``num_collectors``, ``collector_shards`` and
+``policy_device`` are optional, default 1, 1 and ``"cpu"``)."""
+
+COLLECTOR_PHASES = ("pull", "policy", "physics", "env", "write")
+"""How a collector's step time splits (seconds per block, reported with it): ``pull`` (actor weights),
+``policy`` (acting, or the warm-up's uniform draw), ``physics`` (the env's ``backend.step``, when
+the env reports ``physics_time_s``; else 0 and counted in ``env``), ``env`` (the rest of
+``env.step``: action processing, terms, resets, events) and ``write`` (the block write and episode
+bookkeeping)."""
 
 POLICY_DEVICES = ("cpu", "learner")
 """Values of ``cfg.policy_device``: where the collector evaluates the exploration policy."""
@@ -436,107 +448,166 @@ def _set_parent_death_signal() -> None:
             pass
 
 
-def _collector_main(env_fn, policy, blocks: SharedBlocks, weights: SharedWeights, free_q, full_q, stop_event,
-                    spec: CollectorSpec) -> None:
-    """Collector process body (spawned). Exit code 0 when stopped, 1 after reporting an error."""
+def _collector_main(env_fn, policy, blocks: SharedBlocks, weights: SharedWeights, free_qs, full_qs, stop_event,
+                    specs: list[CollectorSpec]) -> None:
+    """Collector process body (spawned): one env shard per entry of ``specs``, each with its own
+    free and full queue (``free_qs[s]``, ``full_qs[s]``). One shard steps in this thread; several
+    step in one thread each (:func:`_shard_loop`), so one shard's env code and policy run while
+    another's physics (which releases the GIL) runs. Exit code 0 when stopped, 1 after reporting an
+    error."""
+    spec = specs[0]
     policy_device = torch.device(spec.policy_device)
     if policy_device.type != "cuda":
         os.environ["CUDA_VISIBLE_DEVICES"] = ""  # never a CUDA context here
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C hits the group; the learner decides
     term = threading.Event()
+    abort = threading.Event()  # a shard thread failed: the others stop
     signal.signal(signal.SIGTERM, lambda *_: term.set())
     _set_parent_death_signal()
     torch.set_num_threads(spec.torch_threads)
 
     def stopping() -> bool:
-        return stop_event.is_set() or term.is_set() or os.getppid() != spec.parent_pid
+        return stop_event.is_set() or term.is_set() or abort.is_set() or os.getppid() != spec.parent_pid
 
-    env = None
+    envs: list[VecEnv] = []
+    failed: list[tuple[int, BaseException]] = []  # (shard position, error) from the shard threads
     try:
         torch.manual_seed(spec.seed + 1)  # policy sampling noise
-        generator = torch.Generator().manual_seed(spec.seed)  # warm-up actions, as the sync runner
-        env = env_fn(**(spec.env_kwargs or {}))
-        expected = spec.num_envs or blocks.num_envs
-        if env.num_envs != expected:
-            raise ValueError(f"env_fn built {env.num_envs} envs, the learner expects {expected}")
-        if torch.device(env.device).type != "cpu":
-            raise ValueError(f"the async collector needs a CPU (host-bridge) env, got device {env.device}")
-        from unilab_rl.algorithms.sac.agent import uniform_actions
-
-        policy.to(policy_device)  # parameters and buffers (normalizer, batch-norm statistics)
-        obs = env.reset()
-        num_envs = env.num_envs
-        ep_return = torch.zeros(num_envs)
-        ep_length = torch.zeros(num_envs, dtype=torch.long)
-        version, pulls, iteration, produced = 0, 0, spec.start_iteration, 0
-        alive = lambda: not stopping()  # noqa: E731
-        while produced < spec.total_steps:
-            t_wait = time.perf_counter()
-            while True:
-                if stopping():
-                    return
+        for shard_spec in specs:
+            env = env_fn(**(shard_spec.env_kwargs or {}))
+            envs.append(env)
+            expected = shard_spec.num_envs or blocks.num_envs
+            if env.num_envs != expected:
+                raise ValueError(f"env_fn built {env.num_envs} envs, the learner expects {expected}")
+            if torch.device(env.device).type != "cpu":
+                raise ValueError(f"the async collector needs a CPU (host-bridge) env, got device {env.device}")
+        policies = [policy] + [copy.deepcopy(policy) for _ in specs[1:]]
+        if len(specs) == 1:
+            _shard_loop(envs[0], policies[0], blocks, weights, free_qs[0], full_qs[0], specs[0], stopping)
+        else:
+            def run(s: int) -> None:
                 try:
-                    block = free_q.get(timeout=POLL_S)
-                    break
-                except queue.Empty:
-                    continue
-            t0 = time.perf_counter()
-            steps = min(blocks.block_steps, spec.total_steps - produced)
-            finished: list[tuple[list[float], list[int]]] = []
-            logs: list[dict[str, float]] = []
-            for t in range(steps):
-                new = weights.pull(policy, version, alive)
-                pulls += new != version
-                version = new
-                if iteration < spec.learning_starts:  # drawn on the CPU whatever the policy device
-                    actions = uniform_actions(spec.action_low, spec.action_high, num_envs, generator)
-                else:
-                    actions = policy(obs["actor"].to(policy_device)).to("cpu")
-                next_obs, rewards, terminated, truncated, extras = env.step(actions)
-                if "final_obs" not in extras:
-                    raise KeyError("env.step extras lack 'final_obs' (the pre-reset observation), required by VecEnv")
-                blocks.write(block, t, obs, actions, rewards, terminated, extras["final_obs"], spec.env_start,
-                             truncated)
-                obs = next_obs
-                ep_return += rewards
-                ep_length += 1
-                done = terminated | truncated
-                if bool(done.any()):
-                    finished.append((ep_return[done].tolist(), ep_length[done].tolist()))
-                    ep_return[done] = 0.0
-                    ep_length[done] = 0
-                else:
-                    finished.append(([], []))
-                logs.append({k: float(v) for k, v in extras.get("log", {}).items()})
-                iteration += 1
-            produced += steps
-            info = {
-                "steps": steps,
-                "episodes": finished,
-                "logs": logs,
-                "collect_time": time.perf_counter() - t0,
-                "wait_time": t0 - t_wait,
-                "weight_pulls": pulls,
-                "policy_version": version,
-            }
-            full_q.put((block, info))
+                    _shard_loop(envs[s], policies[s], blocks, weights, free_qs[s], full_qs[s], specs[s], stopping)
+                except BaseException as exc:  # noqa: BLE001 - reported by the process, below
+                    failed.append((s, exc))
+                    abort.set()
+
+            threads = [threading.Thread(target=run, args=(s,), name=f"unilab-shard-{sp.shard}", daemon=True)
+                       for s, sp in enumerate(specs)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                while thread.is_alive():  # a timed join lets the SIGTERM handler run meanwhile
+                    thread.join(POLL_S)
+            if failed:
+                s, exc = failed[0]
+                raise RuntimeError(f"collector shard {specs[s].shard} failed: {type(exc).__name__}: {exc}") from exc
         while not stopping():  # all data delivered: wait to be stopped
             time.sleep(POLL_S)
     except BaseException:  # noqa: BLE001 - reported to the learner, then a non-zero exit
-        if stopping():  # e.g. a lock wait cut short by the stop: not an error
+        if not failed and stopping():  # e.g. a lock wait cut short by the stop: not an error
             return
-        if env is not None:
+        for env in envs:
             try:
                 env.close()
             except Exception:  # noqa: BLE001 - the original error is the one to report
                 pass
-        full_q.put(("error", traceback.format_exc(limit=8)))
-        full_q.close()
-        full_q.join_thread()
+        envs = []
+        position = failed[0][0] if failed else 0
+        report = traceback.format_exc(limit=8)
+        if failed:  # the shard thread's own traceback, not the re-raise's, and a last line naming the shard
+            exc = failed[0][1]
+            report = "".join(traceback.format_exception(exc, limit=8))
+            report += f"collector shard {specs[position].shard} failed: {type(exc).__name__}: {exc}\n"
+        full_qs[position].put(("error", report))
+        full_qs[position].close()
+        full_qs[position].join_thread()
         os._exit(1)
     finally:
-        if env is not None:
+        for env in envs:
             env.close()
+
+
+def _shard_loop(env: VecEnv, policy: nn.Module, blocks: SharedBlocks, weights: SharedWeights, free_q, full_q,
+                spec: CollectorSpec, stopping: Callable[[], bool]) -> None:
+    """Step one env shard: for every free block, ``block_steps`` env steps into the shard's env
+    columns, then report the block full. Returns when ``spec.total_steps`` are delivered or
+    :func:`stopping` says so; raises on any error."""
+    from unilab_rl.algorithms.sac.agent import uniform_actions
+
+    policy_device = torch.device(spec.policy_device)
+    generator = torch.Generator().manual_seed(spec.seed)  # warm-up actions, as the sync runner
+    policy.to(policy_device)  # parameters and buffers (normalizer, batch-norm statistics)
+    obs = env.reset()
+    num_envs = env.num_envs
+    ep_return = torch.zeros(num_envs)
+    ep_length = torch.zeros(num_envs, dtype=torch.long)
+    version, pulls, iteration, produced = 0, 0, spec.start_iteration, 0
+    alive = lambda: not stopping()  # noqa: E731
+    while produced < spec.total_steps:
+        t_wait = time.perf_counter()
+        while True:
+            if stopping():
+                return
+            try:
+                block = free_q.get(timeout=POLL_S)
+                break
+            except queue.Empty:
+                continue
+        t0 = time.perf_counter()
+        steps = min(blocks.block_steps, spec.total_steps - produced)
+        finished: list[tuple[list[float], list[int]]] = []
+        logs: list[dict[str, float]] = []
+        phase = dict.fromkeys(COLLECTOR_PHASES, 0.0)
+        physics_before = getattr(env, "physics_time_s", None)
+        for t in range(steps):
+            ta = time.perf_counter()
+            new = weights.pull(policy, version, alive)
+            pulls += new != version
+            version = new
+            tb = time.perf_counter()
+            if iteration < spec.learning_starts:  # drawn on the CPU whatever the policy device
+                actions = uniform_actions(spec.action_low, spec.action_high, num_envs, generator)
+            else:
+                actions = policy(obs["actor"].to(policy_device)).to("cpu")
+            tc = time.perf_counter()
+            next_obs, rewards, terminated, truncated, extras = env.step(actions)
+            td = time.perf_counter()
+            phase["pull"] += tb - ta
+            phase["policy"] += tc - tb
+            phase["env"] += td - tc
+            if "final_obs" not in extras:
+                raise KeyError("env.step extras lack 'final_obs' (the pre-reset observation), required by VecEnv")
+            blocks.write(block, t, obs, actions, rewards, terminated, extras["final_obs"], spec.env_start,
+                         truncated)
+            obs = next_obs
+            ep_return += rewards
+            ep_length += 1
+            done = terminated | truncated
+            if bool(done.any()):
+                finished.append((ep_return[done].tolist(), ep_length[done].tolist()))
+                ep_return[done] = 0.0
+                ep_length[done] = 0
+            else:
+                finished.append(([], []))
+            logs.append({k: float(v) for k, v in extras.get("log", {}).items()})
+            iteration += 1
+            phase["write"] += time.perf_counter() - td
+        if physics_before is not None:  # env.step's time split: physics and the env's own work
+            phase["physics"] = env.physics_time_s - physics_before
+            phase["env"] -= phase["physics"]
+        produced += steps
+        info = {
+            "steps": steps,
+            "episodes": finished,
+            "logs": logs,
+            "collect_time": time.perf_counter() - t0,
+            "wait_time": t0 - t_wait,
+            "weight_pulls": pulls,
+            "policy_version": version,
+            "phase_time": phase,
+        }
+        full_q.put((block, info))
 
 
 # ----------------------------------------------------------------------------- learner
@@ -553,7 +624,8 @@ class AsyncOffPolicyRunner:
             :class:`~unilab_rl.runner.OffPolicyRunner`.
         start_timeout_s: seconds the learner waits for the first block (collector start: imports,
             env build) before failing.
-        env_seed: base env seed of the shards when ``algo.cfg.num_collectors`` > 1 (then
+        env_seed: base env seed of the shards when there are several (``num_collectors`` x
+            ``collector_shards`` > 1; then
             ``env_fn`` is called with ``num_envs`` and ``seed`` keywords; default: ``seed``).
 
     Attributes:
@@ -593,10 +665,13 @@ class AsyncOffPolicyRunner:
             raise TypeError(f"{type(algo).__name__} cannot run in the async runtime: it lacks {', '.join(missing)}")
         episode_window = loop_settings(log_interval, checkpoint_interval, episode_window, algo.num_envs)
         self.num_collectors = int(getattr(algo.cfg, "num_collectors", 1))
-        if self.num_collectors < 1 or algo.num_envs % self.num_collectors:
+        self.collector_shards = int(getattr(algo.cfg, "collector_shards", 1))
+        if self.num_collectors < 1 or self.collector_shards < 1 or algo.num_envs % (
+                self.num_collectors * self.collector_shards):
             raise ValueError(
-                f"num_collectors must be >= 1 and divide num_envs, got num_collectors={self.num_collectors} "
-                f"and num_envs={algo.num_envs}"
+                f"num_collectors and collector_shards must be >= 1 and their product must divide num_envs, got "
+                f"num_collectors={self.num_collectors}, collector_shards={self.collector_shards} and "
+                f"num_envs={algo.num_envs}"
             )
         self.policy_device = collector_policy_device(getattr(algo.cfg, "policy_device", "cpu"), algo.device)
         self.env_fn = env_fn
@@ -631,9 +706,12 @@ class AsyncOffPolicyRunner:
         return f"collector {k} of {len(self._procs)} (pid {pid})"
 
     def _start(self, num_steps: int, ctx) -> tuple:
+        """Start the K collector processes; shard ``j = k * S + s`` (S = ``collector_shards``) is
+        thread s of process k, with its own queue pair ``free_qs[j]``, ``full_qs[j]``."""
         algo, cfg = self.algo, self.algo.cfg
-        k_all = self.num_collectors
-        shard_n = algo.num_envs // k_all
+        k_all, s_all = self.num_collectors, self.collector_shards
+        j_all = k_all * s_all
+        shard_n = algo.num_envs // j_all
         blocks = SharedBlocks(cfg.num_blocks, cfg.block_steps, algo.num_envs, algo.replay.obs_dims, algo.num_actions)
         live = algo.exploration_policy()
         policy = copy.deepcopy(live).to("cpu")
@@ -648,31 +726,33 @@ class AsyncOffPolicyRunner:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
         try:
             for k in range(k_all):
-                free_q, full_q = ctx.Queue(), ctx.Queue()
-                for i in range(cfg.num_blocks):
-                    free_q.put(i)
-                free_qs.append(free_q)
-                full_qs.append(full_q)
-                spec = CollectorSpec(
-                    total_steps=num_steps,
-                    start_iteration=algo.iteration,
-                    learning_starts=cfg.learning_starts,
-                    seed=self.seed + k * SHARD_SEED_STRIDE,
-                    torch_threads=cfg.collector_threads,
-                    parent_pid=os.getpid(),
-                    action_low=algo.action_low.detach().cpu(),
-                    action_high=algo.action_high.detach().cpu(),
-                    shard=k,
-                    num_shards=k_all,
-                    env_start=k * shard_n,
-                    num_envs=shard_n,
-                    env_kwargs=None if k_all == 1 else {"num_envs": shard_n,
-                                                        "seed": env_seed + k * SHARD_SEED_STRIDE},
-                    policy_device=self.policy_device,
-                )
+                specs = []
+                for j in range(k * s_all, (k + 1) * s_all):
+                    free_q, full_q = ctx.Queue(), ctx.Queue()
+                    for i in range(cfg.num_blocks):
+                        free_q.put(i)
+                    free_qs.append(free_q)
+                    full_qs.append(full_q)
+                    specs.append(CollectorSpec(
+                        total_steps=num_steps,
+                        start_iteration=algo.iteration,
+                        learning_starts=cfg.learning_starts,
+                        seed=self.seed + j * SHARD_SEED_STRIDE,
+                        torch_threads=cfg.collector_threads,
+                        parent_pid=os.getpid(),
+                        action_low=algo.action_low.detach().cpu(),
+                        action_high=algo.action_high.detach().cpu(),
+                        shard=j,
+                        num_shards=j_all,
+                        env_start=j * shard_n,
+                        num_envs=shard_n,
+                        env_kwargs=None if j_all == 1 else {"num_envs": shard_n,
+                                                            "seed": env_seed + j * SHARD_SEED_STRIDE},
+                        policy_device=self.policy_device,
+                    ))
                 proc = ctx.Process(
                     target=_collector_main,
-                    args=(self.env_fn, policy, blocks, weights, free_q, full_q, stop, spec),
+                    args=(self.env_fn, policy, blocks, weights, free_qs[k * s_all:], full_qs[k * s_all:], stop, specs),
                     name="unilab-collector" if k_all == 1 else f"unilab-collector-{k}",
                     daemon=True,
                 )
@@ -752,17 +832,19 @@ class AsyncOffPolicyRunner:
 
     def _raise_if_dead(self, full_qs) -> None:
         """Raise :class:`CollectorDied` for the first collector that exited (its error report
-        when it sent one)."""
+        when it sent one, on any of its shards' queues)."""
+        s_all = self.collector_shards
         for k, proc in enumerate(self._procs):
             if proc.is_alive():
                 continue
-            try:  # it may have reported something just before exiting
-                while True:
-                    block, info = full_qs[k].get(timeout=POLL_S)
-                    if block == "error":
-                        self._raise_error(k, info)
-            except queue.Empty:
-                pass
+            for full_q in full_qs[k * s_all:(k + 1) * s_all]:
+                try:  # it may have reported something just before exiting
+                    while True:
+                        block, info = full_q.get(timeout=POLL_S)
+                        if block == "error":
+                            self._raise_error(k, info)
+                except queue.Empty:
+                    pass
             raise CollectorDied(
                 f"{self._name(k)} exited with code {proc.exitcode} at iteration {self.algo.iteration}",
                 proc.exitcode, self.algo.iteration,
@@ -776,11 +858,13 @@ class AsyncOffPolicyRunner:
             self._procs[k].exitcode, self.algo.iteration,
         )
 
-    def _next_block(self, k: int, full_qs, first: bool) -> tuple[int, dict[str, Any]]:
+    def _next_block(self, j: int, full_qs, first: bool) -> tuple[int, dict[str, Any]]:
+        """The next full block of shard ``j`` (of process ``j // collector_shards``)."""
+        k = j // self.collector_shards
         deadline = time.monotonic() + self.start_timeout_s if first else math.inf
         while True:
             try:
-                block, info = full_qs[k].get(timeout=POLL_S)
+                block, info = full_qs[j].get(timeout=POLL_S)
             except queue.Empty:
                 self._raise_if_dead(full_qs)
                 if time.monotonic() > deadline:
@@ -794,11 +878,12 @@ class AsyncOffPolicyRunner:
             return block, info
 
     def _next_group(self, full_qs, first: bool) -> tuple[int, dict[str, Any]]:
-        """The next block filled by every collector (each wrote its env columns), and the
-        collectors' reports merged: episodes concatenated in shard order, env logs averaged
+        """The next block filled by every shard of every collector (each wrote its env columns),
+        and the shards' reports merged: episodes concatenated in shard order, env logs averaged
         (``Episode_*`` keys weighted by the episodes each shard finished at that step), times
-        and policy version of the slowest / most behind collector, weight pulls summed."""
-        parts = [self._next_block(k, full_qs, first) for k in range(len(self._procs))]
+        and policy version of the slowest / most behind collector, weight pulls summed, the step
+        time split (``phase_time``) averaged over the shards."""
+        parts = [self._next_block(j, full_qs, first) for j in range(len(full_qs))]
         block = parts[0][0]
         if any(b != block or i["steps"] != parts[0][1]["steps"] for b, i in parts):
             raise RuntimeError(f"collectors out of step: blocks {[(b, i['steps']) for b, i in parts]}")
@@ -819,6 +904,7 @@ class AsyncOffPolicyRunner:
             "wait_time": max(i["wait_time"] for i in infos),
             "weight_pulls": sum(i["weight_pulls"] for i in infos),
             "policy_version": min(i["policy_version"] for i in infos),
+            "phase_time": {p: sum(i["phase_time"][p] for i in infos) / len(infos) for p in COLLECTOR_PHASES},
         }
 
     # -- training loop --------------------------------------------------------------------
@@ -838,7 +924,9 @@ class AsyncOffPolicyRunner:
             ``Perf/utd_ratio`` (cumulative updates × batch / transitions), ``Perf/learner_wait_time``
             and ``Perf/collector_wait_time`` (a block's waits spread over its iterations), and
             ``Perf/policy_lag`` (broadcasts the collector's policy is behind, at block end).
-            ``Perf/collection_time`` is measured in the collector (overlapping learning);
+            ``Perf/collection_time`` is measured in the collector (overlapping learning), and so is
+            its split ``Perf/collector_<phase>_time`` (:data:`COLLECTOR_PHASES`, per env step,
+            the mean over shards);
             ``Perf/total_fps`` is the env steps per second since the call started.
 
         Returns:
@@ -861,11 +949,12 @@ class AsyncOffPolicyRunner:
         updates = updates_since_broadcast = 0
         times = {"collection": 0.0, "learning": 0.0, "learner_wait": 0.0, "collector_wait": 0.0,
                  "collector_start": 0.0}
+        phase_times = dict.fromkeys(COLLECTOR_PHASES, 0.0)
         live = algo.exploration_policy()
         self.cleanup_errors = []
         t_start = time.perf_counter()
         if num_iterations == 0:
-            return self._summary(0, 0.0, best_mean_reward, updates, times)
+            return self._summary(0, 0.0, best_mean_reward, updates, times, phase_times)
 
         ctx = tmp.get_context("spawn")
         procs, blocks, weights, free_qs, full_qs, stop = self._start(num_iterations, ctx)
@@ -896,6 +985,8 @@ class AsyncOffPolicyRunner:
                 times["learner_wait"] += t1 - t0
                 times["collector_wait"] += info["wait_time"]
                 times["collection"] += info["collect_time"]
+                for p in COLLECTOR_PHASES:
+                    phase_times[p] += info["phase_time"][p]
                 times["learning"] += t2 - t1
                 lag = self.transfer["weight_broadcasts"] - info["policy_version"]
                 for t in range(steps):
@@ -932,6 +1023,8 @@ class AsyncOffPolicyRunner:
                     metrics |= self.episode_log.add(info["logs"][t], len(lengths))
                     done = algo.iteration - first_iteration
                     metrics["Perf/collection_time"] = info["collect_time"] / steps
+                    for p in COLLECTOR_PHASES:
+                        metrics[f"Perf/collector_{p}_time"] = info["phase_time"][p] / steps
                     metrics["Perf/learning_time"] = (t2 - t1) / steps + (t4 - t3)
                     metrics["Perf/learner_wait_time"] = (t1 - t0) / steps
                     metrics["Perf/collector_wait_time"] = info["wait_time"] / steps
@@ -954,9 +1047,11 @@ class AsyncOffPolicyRunner:
 
         if self.checkpoint_fn is not None and last_saved != algo.iteration:
             self.checkpoint_fn(algo.iteration)
-        return self._summary(num_iterations, time.perf_counter() - t_start, best_mean_reward, updates, times)
+        return self._summary(num_iterations, time.perf_counter() - t_start, best_mean_reward, updates, times,
+                             phase_times)
 
-    def _summary(self, iterations: int, wall: float, best: float | None, updates: int, times: dict) -> LearnSummary:
+    def _summary(self, iterations: int, wall: float, best: float | None, updates: int, times: dict,
+                 phase_times: dict[str, float]) -> LearnSummary:
         steps = iterations * self.algo.num_envs
         mean = lambda v: sum(v) / len(v) if v else None  # noqa: E731
         return LearnSummary(
@@ -978,6 +1073,7 @@ class AsyncOffPolicyRunner:
             transfer=dict(self.transfer),
             collector_start_time_s=times["collector_start"],
             policy_device=self.policy_device,
+            collector_phase_time_s=dict(phase_times),
         )
 
 
@@ -1010,6 +1106,7 @@ def make_off_policy_runner(env: VecEnv, agent: Any, *, env_fn: Callable[..., Vec
 
 __all__ = [
     "ASYNC_CONFIG_KEYS",
+    "COLLECTOR_PHASES",
     "POLICY_DEVICES",
     "AsyncLearner",
     "AsyncOffPolicyRunner",

@@ -75,6 +75,8 @@ class ReplayBuffer:
         """Row the next transition is written to."""
         self.size = 0
         """Number of valid rows, at most ``capacity``."""
+        self.size_tensor = torch.zeros((), dtype=torch.int64, device=self.device)
+        """``size`` as a () int64 tensor on the buffer's device, for :meth:`sample_capturable`."""
 
     def __len__(self) -> int:
         return self.size
@@ -143,6 +145,7 @@ class ReplayBuffer:
         put(self.terminated, terminated)
         self.ptr = (self.ptr + n) % self.capacity
         self.size = min(self.size + n, self.capacity)
+        self.size_tensor.fill_(self.size)
 
     def sample(
         self, batch_size: int, generator: torch.Generator | None = None, mirror: Mirror | None = None
@@ -169,6 +172,32 @@ class ReplayBuffer:
         index_device = generator.device if generator is not None else self.device
         idx = torch.randint(0, self.size, (batch_size,), device=index_device, generator=generator)
         idx = idx.to(self.device)  # (B,)
+        return self._gather(idx, mirror)
+
+    def sample_capturable(self, batch_size: int, mirror: Mirror | None = None) -> Batch:
+        """As :meth:`sample`, with nothing decided on the host: the row indices are drawn from the
+        device's default generator, ``randint(0, 2**62) % size_tensor``, so the call can be
+        captured in a CUDA graph once and replayed while the buffer fills (the modulo's bias is
+        below ``capacity / 2**62``). The caller makes sure the buffer is not empty.
+
+        Args:
+            batch_size: B >= 1.
+            mirror: as :meth:`sample`.
+
+        Returns:
+            :class:`Batch` of B rows on the buffer's device.
+
+        Raises:
+            ValueError: ``batch_size`` < 1.
+        """
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        idx = torch.randint(0, 2**62, (batch_size,), device=self.device) % self.size_tensor  # (B,) int64
+        return self._gather(idx, mirror)
+
+    def _gather(self, idx: torch.Tensor, mirror: Mirror | None) -> Batch:
+        """The rows ``idx`` (B,) int64 as a :class:`Batch` of copies, its second half mirrored
+        when ``mirror`` is given."""
         batch = Batch(
             obs={g: v[idx] for g, v in self.obs.items()},
             actions=self.actions[idx],

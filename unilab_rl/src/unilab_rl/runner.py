@@ -63,6 +63,9 @@ class LearnSummary:
     policy_device: str | None = None
     """Async: where the collectors ran the exploration policy (``"cpu"`` or the learner's device,
     e.g. ``"cuda:0"``); None in sync mode (the learner acts itself)."""
+    collector_phase_time_s: dict[str, float] | None = None
+    """Async: ``collection_time_s`` split by phase (:data:`unilab_rl.async_runtime.COLLECTOR_PHASES`:
+    pull, policy, physics, env, write; seconds, the mean over shards); None in sync mode."""
 
 
 class OffPolicyRunner:

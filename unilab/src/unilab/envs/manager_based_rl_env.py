@@ -12,6 +12,7 @@ values (the others keep exactly the ``final_obs`` values, noise included).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -94,6 +95,8 @@ class ManagerBasedRlEnv:
         step_cache: dict of values that several terms of one step share (see
             :func:`unilab.envs.mdp.rewards.step_cached`); cleared when the state or commands change.
         episode_length: (N,) int64 env steps since each row's reset.
+        physics_time_s: wall seconds spent in ``backend.step`` by :meth:`step` since the env was
+            built (the async collector reports it per block: physics vs the env's own work).
     """
 
     def __init__(
@@ -127,6 +130,7 @@ class ManagerBasedRlEnv:
         self.max_episode_length_s = cfg.episode_length_s
         self.max_episode_length = int(round(cfg.episode_length_s / self.step_dt))
         self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=self.device)
+        self.physics_time_s = 0.0
         # values several terms of one step read (e.g. the command speed), cleared whenever the
         # state or the commands change (after the step's command update and after resets)
         self.step_cache: dict = {}
@@ -162,7 +166,9 @@ class ManagerBasedRlEnv:
                 f"{self.num_actions}), got {tuple(actions.shape)}"
             )
         ctrl = self.action_manager.process(actions.to(self.device, torch.float32))
+        t0 = time.perf_counter()
         self.backend.step(ctrl, self.cfg.decimation)
+        self.physics_time_s += time.perf_counter() - t0
         self.robot.refresh()
         for sensor in self.contact_sensors.values():
             sensor.update(self.step_dt)

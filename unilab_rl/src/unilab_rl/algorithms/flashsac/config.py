@@ -196,6 +196,10 @@ class FlashSACConfig:
     num_collectors: int = 1
     """Async: collector processes, each stepping its own shard of ``num_envs / num_collectors``
     envs (and holding its own exploration noise); ``num_envs`` must be divisible by it."""
+    collector_shards: int = 1
+    """Async: env shards per collector process, each stepped by its own thread with its own policy
+    copy (and held noise); as :attr:`unilab_rl.algorithms.sac.SACConfig.collector_shards`.
+    ``num_envs`` must be divisible by ``num_collectors * collector_shards``."""
     collector_threads: int = 1
     """Async: torch intra-op threads of each collector's policy inference."""
     policy_device: Literal["cpu", "learner"] = "cpu"
@@ -217,7 +221,7 @@ class FlashSACConfig:
         at_least_one = ("num_envs", "max_iterations", "buffer_size_per_env", "batch_size", "num_updates",
                         "actor_update_period", "actor_num_blocks", "actor_hidden_dim", "critic_num_blocks",
                         "critic_hidden_dim", "expansion", "zeta_max", "block_steps", "sync_weights_every",
-                        "num_collectors", "collector_threads")
+                        "num_collectors", "collector_shards", "collector_threads")
         for name in at_least_one:
             if getattr(self, name) < 1:
                 raise ValueError(f"FlashSACConfig.{name} must be >= 1, got {getattr(self, name)!r}")
@@ -232,10 +236,11 @@ class FlashSACConfig:
             )
         if self.num_blocks < 2:
             raise ValueError(f"FlashSACConfig.num_blocks must be >= 2, got {self.num_blocks!r}")
-        if self.num_envs % self.num_collectors:  # num_collectors >= 1 checked above
+        if self.num_envs % (self.num_collectors * self.collector_shards):  # both >= 1 checked above
             raise ValueError(
-                f"FlashSACConfig.num_envs must be divisible by FlashSACConfig.num_collectors, got "
-                f"num_envs={self.num_envs} and num_collectors={self.num_collectors}"
+                f"FlashSACConfig.num_envs must be divisible by FlashSACConfig.num_collectors * "
+                f"FlashSACConfig.collector_shards, got num_envs={self.num_envs}, num_collectors={self.num_collectors} "
+                f"and collector_shards={self.collector_shards}"
             )
         if self.num_bins < 2:
             raise ValueError(f"FlashSACConfig.num_bins must be >= 2, got {self.num_bins!r}")

@@ -72,9 +72,10 @@ class SAC:
         self.cfg = dataclasses.replace(cfg)
         cfg = self.cfg
         self.device = resolve_device(cfg.device if device is None else device)
-        if cfg.tf32 and self.device.type == "cuda":  # process-wide (SACConfig.tf32)
-            torch.backends.cuda.matmul.allow_tf32 = True
-            torch.backends.cudnn.allow_tf32 = True
+        if cfg.cuda_graph is True and self.device.type != "cuda":
+            raise ValueError(f"SACConfig.cuda_graph=true needs a CUDA learner device, got {self.device}")
+        # Capture may happen: optimizers keep their step counts on the device (capturable).
+        self._may_capture = cfg.cuda_graph is not False and self.device.type == "cuda"
         self.env_device = torch.device(env.device)
         self.num_envs = env.num_envs
         self.num_actions = env.num_actions
@@ -100,16 +101,14 @@ class SAC:
         # Optimizers (AdamW everywhere; no weight decay on log_alpha). The fused kernels are
         # one launch per step; torch.compile leaves them untraced. (Compiling torch 2.11's foreach
         # Adam on the 0-dim log_alpha fails: "Expected scalars to be on CPU, got meta".)
-        fused = self.device.type in ("cuda", "cpu")
+        opt = {"betas": cfg.adam_betas, "fused": self.device.type in ("cuda", "cpu"), "capturable": self._may_capture}
         self.actor_optimizer = torch.optim.AdamW(
-            self.actor.parameters(), lr=cfg.actor_lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay, fused=fused
+            self.actor.parameters(), lr=cfg.actor_lr, weight_decay=cfg.weight_decay, **opt
         )
         self.critic_optimizer = torch.optim.AdamW(
-            self.critic.parameters(), lr=cfg.critic_lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay, fused=fused
+            self.critic.parameters(), lr=cfg.critic_lr, weight_decay=cfg.weight_decay, **opt
         )
-        self.alpha_optimizer = torch.optim.AdamW(
-            [self.log_alpha], lr=cfg.alpha_lr, betas=cfg.adam_betas, weight_decay=0.0, fused=fused
-        )
+        self.alpha_optimizer = torch.optim.AdamW([self.log_alpha], lr=cfg.alpha_lr, weight_decay=0.0, **opt)
 
         # Observation normalizers and replay.
         self.obs_normalizers = nn.ModuleDict()
@@ -302,26 +301,70 @@ class SAC:
 
     def _setup_compile(self) -> None:
         """Compile the two forward objectives (each one graph, no breaks); backward passes run the
-        compiled backward graphs, optimizer steps stay eager (fused kernels)."""
+        compiled backward graphs, optimizer steps stay eager (fused kernels). Under
+        ``cfg.cuda_graph`` the whole steps are captured instead (:class:`_StepGraphs`), so the
+        objectives use the graph-free twin of a CUDA-graph compile mode."""
         use = self.cfg.use_compile
         want = use is True or (use == "auto" and self.device.type == "cuda")
         self.compile_backend = "inductor" if want else "eager"
+        self._graphs = _StepGraphs() if self._may_capture else None
+        mode = self.cfg.compile_mode
+        if self._graphs is not None:
+            mode = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}.get(mode, mode)
         # CUDA-graph modes need to be told where a training step begins (cudagraph trees).
-        self._cudagraphs = want and self.cfg.compile_mode in ("reduce-overhead", "max-autotune")
+        self._cudagraphs = want and mode in ("reduce-overhead", "max-autotune")
         if want:
-            mode = self.cfg.compile_mode
             self._critic_objective_fn = torch.compile(self._critic_objective, fullgraph=True, mode=mode)
             self._actor_objective_fn = torch.compile(self._actor_objective, fullgraph=True, mode=mode)
         else:
             self._critic_objective_fn = self._critic_objective
             self._actor_objective_fn = self._actor_objective
 
+    @property
+    def cuda_graphs(self) -> bool:
+        """True once :meth:`update` replays captured CUDA graphs for both steps (``cfg.cuda_graph``)."""
+        return self._graphs is not None and self._graphs.critic is not None and self._graphs.actor is not None
+
+    def _critic_step(self, batch: Batch) -> torch.Tensor:
+        """One critic gradient step on ``batch`` and the Polyak update of the targets.
+
+        Returns:
+            (2,) float32, detached: critic loss, mean Q of the batch.
+        """
+        a, c, cfg = self.actor_group, self.critic_group, self.cfg
+        if self._cudagraphs:
+            torch.compiler.cudagraph_mark_step_begin()
+        qf_loss, info = self._critic_objective_fn(
+            batch.obs[c], batch.actions, batch.rewards, batch.terminated, batch.next_obs[a], batch.next_obs[c]
+        )
+        sac_update.apply_gradients(qf_loss, self.critic_optimizer, self.critic.parameters(), cfg.max_grad_norm,
+                                   self.grad_sync)
+        sac_update.polyak_update(self._target_params, self._online_params, cfg.tau)
+        return torch.stack([qf_loss.detach(), (info["qf1"] + info["qf2"]) / 2])
+
+    def _actor_step(self, batch: Batch) -> torch.Tensor:
+        """One actor and one temperature gradient step on ``batch``'s observations.
+
+        Returns:
+            (4,) float32, detached: actor loss, temperature loss, entropy estimate, alpha after the step.
+        """
+        if self._cudagraphs:
+            torch.compiler.cudagraph_mark_step_begin()
+        loss, temperature_loss, info = self._actor_objective_fn(batch.obs[self.actor_group],
+                                                                batch.obs[self.critic_group])
+        sac_update.apply_gradients(
+            loss + temperature_loss, [self.actor_optimizer, self.alpha_optimizer],
+            self.actor.parameters(), self.cfg.max_grad_norm, self.grad_sync,
+        )  # fmt: skip
+        return torch.stack([loss.detach(), temperature_loss.detach(), info["entropy"], self.log_alpha.detach().exp()])
+
     def update(self) -> dict[str, float]:
         """Run ``cfg.num_updates`` critic updates (and every ``policy_frequency``-th an actor and
         temperature update), each on a fresh uniform batch of ``cfg.batch_size`` transitions.
 
         Each critic update is followed by a Polyak update of the target critics. Synchronizes with
-        the device once, at the end.
+        the device once, at the end. With ``cfg.cuda_graph`` each step is a CUDA-graph replay once
+        captured (:class:`_StepGraphs`).
 
         Returns:
             ``"Loss/critic"``, ``"Critic/mean_q"`` (means over this call's critic updates) and, when an
@@ -329,39 +372,31 @@ class SAC:
             ``"Policy/entropy"`` (means) and ``"Policy/alpha"`` (after the last update).
 
         Raises:
-            ValueError: the replay buffer is empty.
+            ValueError: the replay buffer is empty; ``cfg.cuda_graph`` is true with data-parallel
+                gradient sync (``grad_sync``).
         """
         cfg = self.cfg
-        a, c = self.actor_group, self.critic_group
+        graphs = self._graphs
+        if graphs is not None and self.grad_sync is not None:
+            if cfg.cuda_graph is True:
+                raise ValueError("SACConfig.cuda_graph=true cannot capture data-parallel gradient sync; "
+                                 "use cuda_graph=auto (runs eagerly then) or false")
+            graphs = None
+        if len(self.replay) == 0:
+            raise ValueError("Cannot sample from an empty ReplayBuffer; add transitions first")
         # Graph outputs are consumed (stacked = copied) before the next call: CUDA-graph replays
         # overwrite their output buffers.
         critic_logs: list[torch.Tensor] = []  # each (2,): critic loss, mean Q
         actor_logs: list[torch.Tensor] = []  # each (4,): actor loss, alpha loss, entropy, alpha
         for _ in range(cfg.num_updates):
-            batch = self.sample_batch()
-            if self._cudagraphs:
-                torch.compiler.cudagraph_mark_step_begin()
-            qf_loss, info = self._critic_objective_fn(
-                batch.obs[c], batch.actions, batch.rewards, batch.terminated, batch.next_obs[a], batch.next_obs[c]
-            )
-            sac_update.apply_gradients(
-                qf_loss, self.critic_optimizer, self.critic.parameters(), cfg.max_grad_norm, self.grad_sync
-            )
-            sac_update.polyak_update(self._target_params, self._online_params, cfg.tau)
-            critic_logs.append(torch.stack([qf_loss.detach(), (info["qf1"] + info["qf2"]) / 2]))
+            if graphs is None:
+                batch = self.sample_batch()
+                critic_logs.append(self._critic_step(batch))
+            else:
+                critic_logs.append(graphs.critic_step(self))
             self.num_critic_updates += 1
-
             if self.num_critic_updates % cfg.policy_frequency == 0:
-                if self._cudagraphs:
-                    torch.compiler.cudagraph_mark_step_begin()
-                loss, temperature_loss, info = self._actor_objective_fn(batch.obs[a], batch.obs[c])
-                sac_update.apply_gradients(
-                    loss + temperature_loss, [self.actor_optimizer, self.alpha_optimizer],
-                    self.actor.parameters(), cfg.max_grad_norm, self.grad_sync,
-                )  # fmt: skip
-                actor_logs.append(
-                    torch.stack([loss.detach(), temperature_loss.detach(), info["entropy"], self.log_alpha.detach().exp()])
-                )
+                actor_logs.append(self._actor_step(batch) if graphs is None else graphs.actor_step(self))
 
         # One host sync for all metrics of this call.
         names = ["Loss/critic", "Critic/mean_q"]
@@ -419,6 +454,78 @@ class SAC:
         self.obs_normalizers.load_state_dict(state["obs_normalizers"])
         self.iteration = int(state["iteration"])
         self.num_critic_updates = int(state["num_critic_updates"])
+        if self._graphs is not None:  # the optimizers' state tensors were replaced: capture anew
+            self._graphs = _StepGraphs()
+
+
+class _StepGraphs:
+    """The CUDA graphs of :class:`SAC`'s two steps (``SACConfig.cuda_graph``), captured lazily.
+
+    Each step kind (critic; actor + temperature) first runs :data:`WARMUP` times eagerly on a side
+    stream, which builds the optimizer state, compiles the objectives and settles the caching
+    allocator (as PyTorch's "CUDA Graphs" notes prescribe for whole-network capture). The next
+    step is captured into a graph with its own memory pool and then replayed, and so is every later
+    one. The critic graph samples its batch itself (:meth:`ReplayBuffer.sample_capturable`) into
+    static tensors; the actor step reads that batch, as the eager path's actor step reads the batch
+    of the critic step before it. Replays read the live parameters, optimizer state, observation
+    statistics and replay storage, all updated in place. :meth:`SAC.load_state_dict` replaces
+    this object, since it replaces the optimizers' state tensors.
+    """
+
+    WARMUP = 3
+    """Eager steps of each kind before its capture."""
+
+    def __init__(self) -> None:
+        self.critic: torch.cuda.CUDAGraph | None = None
+        self.actor: torch.cuda.CUDAGraph | None = None
+        self.batch: Batch | None = None  # the last critic step's batch (the critic graph's static one once captured)
+        self.critic_out: torch.Tensor | None = None  # (2,) static output of the critic graph
+        self.actor_out: torch.Tensor | None = None  # (4,) static output of the actor graph
+        self.warm = {"critic": 0, "actor": 0}
+        self.stream: torch.cuda.Stream | None = None
+
+    def _eager(self, agent: SAC, kind: str, step: Callable[[], torch.Tensor]) -> torch.Tensor:
+        """Run ``step`` on the side stream, then make the current stream wait for it."""
+        if self.stream is None:
+            self.stream = torch.cuda.Stream(agent.device)
+        main = torch.cuda.current_stream(agent.device)
+        self.stream.wait_stream(main)
+        with torch.cuda.stream(self.stream):
+            out = step()
+        main.wait_stream(self.stream)
+        torch.cuda.synchronize(agent.device)  # warm-up only: no cross-stream lifetime to track
+        self.warm[kind] += 1
+        return out
+
+    def critic_step(self, agent: SAC) -> torch.Tensor:
+        """One critic step (sample, objective, backward, AdamW, Polyak); returns its (2,) log, a copy."""
+        cfg = agent.cfg
+        if self.critic is None:
+            if self.warm["critic"] < self.WARMUP:
+                def step() -> torch.Tensor:
+                    self.batch = agent.replay.sample_capturable(cfg.batch_size, agent.mirror)
+                    return agent._critic_step(self.batch)
+
+                return self._eager(agent, "critic", step)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                self.batch = agent.replay.sample_capturable(cfg.batch_size, agent.mirror)
+                self.critic_out = agent._critic_step(self.batch)
+            self.critic = graph
+        self.critic.replay()
+        return self.critic_out.clone()
+
+    def actor_step(self, agent: SAC) -> torch.Tensor:
+        """One actor and temperature step on the last critic step's batch; returns its (4,) log, a copy."""
+        if self.actor is None:
+            if self.warm["actor"] < self.WARMUP or self.critic is None:
+                return self._eager(agent, "actor", lambda: agent._actor_step(self.batch))
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                self.actor_out = agent._actor_step(self.batch)
+            self.actor = graph
+        self.actor.replay()
+        return self.actor_out.clone()
 
 
 def uniform_actions(low: torch.Tensor, high: torch.Tensor, num: int, generator: torch.Generator) -> torch.Tensor:

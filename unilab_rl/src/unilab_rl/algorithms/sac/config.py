@@ -127,14 +127,20 @@ class SACConfig:
     one H200 (torch 2.11) at G1 sizes (obs 99/111, 29 actions, batch 8192, 8 critic + 2 actor
     updates): ``update()`` took 23-28 ms, against 42-62 ms with ``"default"`` and 40-55 ms
     eager; the first iterations spend 35-50 s compiling."""
-    tf32: bool = False
-    """Let CUDA float32 matrix products use TF32 tensor cores (``torch.backends.cuda.matmul`` and
-    ``torch.backends.cudnn`` ``allow_tf32``: a 10-bit mantissa for the products, float32
-    accumulation). Process-wide, set only when the agent is built on a CUDA device. FlashSAC's
-    official code turns TF32 on (algorithms.md 1.2). Off until measured: the SAC update is
-    float32 throughout, and at batch 8192 its roughly 80 GFLOP per critic update make it
-    matmul-bound; ``benchmarks/update_speed.py --device cuda --algos sac --modes reduce-overhead``
-    with and without ``--set algo.tf32=true`` compares the two."""
+    cuda_graph: bool | Literal["auto"] = False
+    """Capture each whole gradient step as a CUDA graph and replay it: the critic step (replay
+    sampling, mirroring, the critic objective, its backward pass, the AdamW step and the Polyak
+    update) and the actor step (objective, backward, actor and temperature AdamW steps) become
+    one graph each, so an update costs one launch instead of hundreds (PyTorch, "CUDA Graphs",
+    whole-network capture). The objectives inside still go through ``torch.compile`` when
+    ``use_compile`` says so, with ``compile_mode``'s CUDA-graph modes replaced by their
+    graph-free twins (``"reduce-overhead"`` -> ``"default"``, ``"max-autotune"`` ->
+    ``"max-autotune-no-cudagraphs"``). The first 3 steps of each kind run eagerly on a side
+    stream (they initialize the optimizer state and compile), the 4th is captured. Rows are drawn
+    on the device (:meth:`~unilab_rl.replay.ReplayBuffer.sample_capturable`), so the random
+    stream differs from the eager path's. ``True`` needs a CUDA learner device and no
+    data-parallel gradient sync; ``"auto"`` captures when both hold and runs eagerly otherwise;
+    ``False`` never captures. The optimizers are built ``capturable`` whenever capture may happen."""
 
     # -- Runtime ----------------------------------------------------------------------------
     runtime: Literal["sync", "async"] = "sync"
@@ -158,6 +164,14 @@ class SACConfig:
     so one collector's Python overhead and policy inference overlap another's physics. One
     iteration is still one env step of all ``num_envs`` envs; ``num_envs`` must be divisible by
     it."""
+    collector_shards: int = 1
+    """Async: env shards per collector process, each stepped by its own thread (so
+    ``num_envs / (num_collectors * collector_shards)`` envs each, own seed, own physics pool with
+    the collector's physics threads). MuJoCo releases the GIL while it steps, so one shard's env
+    code, policy and block writes run while another shard's physics does: the collector's Python
+    work hides behind physics instead of adding to it. The pools oversubscribe the cores by this
+    factor. Runs with more than one shard are not bit-reproducible (the shards draw policy noise
+    in thread order). ``num_envs`` must be divisible by ``num_collectors * collector_shards``."""
     collector_threads: int = 1
     """Async: torch intra-op threads of the collector's policy inference (the physics pool has
     its own threads, ``sim.nthread``)."""
@@ -188,7 +202,7 @@ class SACConfig:
         """
         positive = ("num_envs", "max_iterations", "buffer_size_per_env", "batch_size", "num_updates",
                     "policy_frequency", "block_steps", "sync_weights_every", "collector_threads",
-                    "num_collectors")
+                    "num_collectors", "collector_shards")
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"SACConfig.{name} must be >= 1, got {getattr(self, name)!r}")
@@ -212,17 +226,18 @@ class SACConfig:
             raise ValueError(f"SACConfig.runtime must be 'sync' or 'async', got {self.runtime!r}")
         if self.policy_device not in ("cpu", "learner"):
             raise ValueError(f"SACConfig.policy_device must be 'cpu' or 'learner', got {self.policy_device!r}")
-        if self.num_envs % self.num_collectors:
+        if self.num_envs % (self.num_collectors * self.collector_shards):
             raise ValueError(
-                f"SACConfig.num_envs must be divisible by SACConfig.num_collectors, got num_envs={self.num_envs} "
-                f"and num_collectors={self.num_collectors}"
+                f"SACConfig.num_envs must be divisible by SACConfig.num_collectors * SACConfig.collector_shards, got "
+                f"num_envs={self.num_envs}, num_collectors={self.num_collectors} and "
+                f"collector_shards={self.collector_shards}"
             )
         if self.num_blocks < 2:
             raise ValueError(f"SACConfig.num_blocks must be >= 2, got {self.num_blocks!r}")
         if self.critic_reduction not in ("min", "mean"):
             raise ValueError(f"SACConfig.critic_reduction must be 'min' or 'mean', got {self.critic_reduction!r}")
-        if not isinstance(self.tf32, bool):
-            raise ValueError(f"SACConfig.tf32 must be true or false, got {self.tf32!r}")
+        if self.cuda_graph not in (True, False, "auto"):
+            raise ValueError(f"SACConfig.cuda_graph must be true, false or 'auto', got {self.cuda_graph!r}")
         if self.use_compile not in (True, False, "auto"):
             raise ValueError(f"SACConfig.use_compile must be True, False or 'auto', got {self.use_compile!r}")
         modes = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")

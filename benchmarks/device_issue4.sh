@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Issue 4 on the 2-GPU machine (nvidia-h200-x2), two jobs side by side:
+#   A (GPU 0, cores 0-15): benchmarks/async_vs_sync.py with ASYNC_ARGS (backend alone, then the async rows);
+#   B (GPU 1, cores 16-31): pytest on TESTS (default: unilab_rl/tests/test_agent.py -k cuda), then, unless
+#      UPDATE_MODES is "none", benchmarks/update_speed.py with and without algo.cuda_graph=true.
+# Needs .whl (../shared/scripts/offline-wheels.sh av, plus pytest's wheels for the tests).
+# Usage: bash benchmarks/device_issue4.sh OUTDIR "ASYNC_ARGS" "UPDATE_MODES"
+set -uo pipefail
+out=$1; async_args=$2; modes=${3:-eager,reduce-overhead}
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+mkdir -p "$out"; nproc; nvidia-smi -L
+jobA() {
+  # shellcheck disable=SC2086
+  CUDA_VISIBLE_DEVICES=0 taskset -c 0-15 python3 benchmarks/async_vs_sync.py --num-envs 1024 --device cuda \
+    --preset "" --out "$out/async.json" $async_args >"$out/async.log" 2>&1
+  echo "[A] exit $?" >>"$out/async.log"
+}
+jobB() {
+  # shellcheck disable=SC2086
+  CUDA_VISIBLE_DEVICES=1 taskset -c 16-31 python3 -m pytest -q -p no:cacheprovider ${TESTS:-unilab_rl/tests/test_agent.py -k cuda} \
+    >"$out/tests.log" 2>&1
+  echo "[B tests] exit $?" >>"$out/tests.log"
+  [ "$modes" = none ] && return
+  for graph in false true; do
+    CUDA_VISIBLE_DEVICES=1 taskset -c 16-31 python3 benchmarks/update_speed.py --device cuda --algos sac \
+      --modes "$modes" --set algo.cuda_graph=$graph --out "$out/update_$graph.json" >"$out/update_$graph.log" 2>&1
+    echo "[B update cuda_graph=$graph] exit $?" >>"$out/update_$graph.log"
+  done
+}
+jobA & jobB & wait
+for f in "$out"/tests.log "$out"/update_*.log "$out"/async.log; do echo "== $f"; tail -n 14 "$f"; done
