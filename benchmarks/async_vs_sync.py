@@ -16,6 +16,12 @@ the other in this process:
   the collector's CPU with ``--collector-threads`` torch threads, and on the learner device
   including the host->device and device->host copies: where acting is cheaper.
 * ``sync``: :class:`unilab_rl.OffPolicyRunner`, ``--iterations`` iterations.
+* ``policy_physics`` (after the training rows): physics alone on the states training visits.
+  The last training row's learner acts (its exploration policy on the learner device) in a fresh
+  env with the async split's physics threads, nothing else running, for ``2 * --iterations`` env
+  steps. The rate counts only the time inside ``MujocoBackend.step`` (``env.physics_time_s``)
+  over the last 3/4 of them. The ``backend`` row holds every robot still at its reset pose; this
+  one moves and falls them as training does, which costs MuJoCo more solver work per step.
 * ``async``: :class:`unilab_rl.AsyncOffPolicyRunner`, the same; ``steady`` excludes the
   collector's start-up (spawn, imports, env build). With ``--num-collectors 1,2,4`` it runs once
   per collector count (``algo.num_collectors``; keys ``async`` for 1, ``async_k2``, ``async_k4``...),
@@ -86,7 +92,8 @@ def main() -> None:
                              "(e.g. cpu,learner)")
     parser.add_argument("--preset", default="laptop")
     parser.add_argument("--set", action="append", default=[], help="extra key=value override (repeatable)")
-    parser.add_argument("--skip", action="append", default=[], choices=["backend", "physics", "inference", "sync", "async"])
+    parser.add_argument("--skip", action="append", default=[],
+                        choices=["backend", "physics", "inference", "sync", "async", "policy_physics"])
     parser.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="skip the untimed compile warm-up before the first training row")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
@@ -128,6 +135,7 @@ def main() -> None:
         )
 
     default_threads = torch.get_num_threads()
+    trained = None
     runs = [(r, 1, 1, "cpu") for r in ("backend", "physics", "inference", "sync") if r not in args.skip]
     if "async" not in args.skip:
         runs += [("async" + ("" if k == 1 else f"_k{k}") + ("" if s == 1 else f"_s{s}") + ("" if p == "cpu" else f"_{p}"),
@@ -194,6 +202,7 @@ def main() -> None:
                                     "learning_time_s": summary.learning_time_s, "threads": threads}
                 else:
                     summary = runner.learn(args.iterations)
+                    trained = (agent, threads)  # the last training row's learner, for policy_physics
                     steady = summary.wall_time_s - summary.collector_start_time_s
                     results[key] = {
                         "env_steps_per_s": summary.fps,
@@ -215,19 +224,43 @@ def main() -> None:
             env.close()
         print(key, json.dumps(results[key], default=str), flush=True)
 
+    if trained is not None and "policy_physics" not in args.skip:
+        agent, threads = trained
+        env = env_fn(threads["physics"])()
+        try:  # the learner's exploration policy acts, on the learner device, nothing else runs
+            policy = agent.exploration_policy()
+            obs = env.reset()
+            for t in range(2 * args.iterations):
+                if t == args.iterations // 2:  # after a warm-up of iterations / 2 steps
+                    physics0, t0 = env.physics_time_s, time.perf_counter()
+                with torch.no_grad():
+                    actions = policy(obs["actor"].to(device)).to("cpu")
+                obs = env.step(actions)[0]
+            steps = 2 * args.iterations - args.iterations // 2
+            results["policy_physics"] = {
+                "env_steps_per_s": steps * args.num_envs / (env.physics_time_s - physics0),
+                "env_step_env_steps_per_s": steps * args.num_envs / (time.perf_counter() - t0),
+                "steps": steps, "threads": threads,
+            }
+        finally:
+            env.close()
+        print("policy_physics", json.dumps(results["policy_physics"], default=str), flush=True)
+
     print()
     print(f"{'':18s} {'env steps/s':>12s} {'steady':>10s} {'physics thr':>11s}  policy on")
-    for key in ("backend", "physics", "sync", *(r[0] for r in runs if r[0].startswith("async"))):
+    for key in ("backend", "physics", "policy_physics", "sync", *(r[0] for r in runs if r[0].startswith("async"))):
         if key in results:
             r = results[key]
             steady = r.get("steady_env_steps_per_s")
             print(f"{key:18s} {r['env_steps_per_s']:12.1f} {'' if steady is None else f'{steady:10.1f}':>10s} "
                   f"{r['threads']['physics']:11d}  {r.get('policy_device', '')}")
-    if "backend" in results:
+    for base in ("backend", "policy_physics"):
+        if base not in results:
+            continue
         for key in (r[0] for r in runs if r[0].startswith("async") or r[0] == "sync"):
             if key in results and results[key].get("steady_env_steps_per_s"):
-                print(f"{key}: steady / backend alone = "
-                      f"{results[key]['steady_env_steps_per_s'] / results['backend']['env_steps_per_s']:.3f} "
+                print(f"{key}: steady / {base} = "
+                      f"{results[key]['steady_env_steps_per_s'] / results[base]['env_steps_per_s']:.3f} "
                       f"(issue 4 target >= 0.85)")
     if "inference" in results:
         r = results["inference"]

@@ -3,6 +3,9 @@
 #   A (GPU 0, cores 0-15): benchmarks/async_vs_sync.py with ASYNC_ARGS (backend alone, then the async rows);
 #   B (GPU 1, cores 16-31): pytest on TESTS (default: unilab_rl/tests/test_agent.py -k cuda), then, unless
 #      UPDATE_MODES is "none", benchmarks/update_speed.py with and without algo.cuda_graph=true.
+# With WALK="overrides" (and WALK_LIMIT_S, default 420), job B instead trains `unilab train --algo sac --task
+#   g1_walk_flat --sim mujoco` with those overrides, stopped by SIGINT after WALK_LIMIT_S, and packs the run
+#   directory (checkpoints dropped, policy.onnx exported) as OUTDIR/walk.tgz.
 # Needs .whl (../shared/scripts/offline-wheels.sh av, plus pytest's wheels for the tests).
 # Usage: bash benchmarks/device_issue4.sh OUTDIR "ASYNC_ARGS" "UPDATE_MODES"
 set -uo pipefail
@@ -28,5 +31,18 @@ jobB() {
     echo "[B update cuda_graph=$graph] exit $?" >>"$out/update_$graph.log"
   done
 }
-jobA & jobB & wait
-for f in "$out"/tests.log "$out"/update_*.log "$out"/async.log; do echo "== $f"; tail -n 14 "$f"; done
+jobWalk() {
+  # shellcheck disable=SC2086
+  CUDA_VISIBLE_DEVICES=1 timeout --foreground --preserve-status -s INT "${WALK_LIMIT_S:-420}" taskset -c 16-31 \
+    python3 -m unilab.cli train --algo sac --task g1_walk_flat --sim mujoco training.log_dir=/tmp/walk \
+    training.progress=false training.no_play=true $WALK >"$out/walk.log" 2>&1
+  echo "[walk] exit $?" >>"$out/walk.log"
+  local d; d=$(ls -td /tmp/walk/sac/g1_walk_flat/*/ | head -1)
+  [ -f "$d/policy.onnx" ] || python3 -m unilab.cli export "$d" >>"$out/walk.log" 2>&1 || true
+  rm -f "$d"/model_*.pt
+  tar czf "$out/walk.tgz" -C "$d" .
+}
+if [ -n "${WALK:-}" ]; then jobA & jobWalk & wait; else jobA & jobB & wait; fi
+for f in "$out"/tests.log "$out"/update_*.log "$out"/walk.log "$out"/async.log; do
+  [ -f "$f" ] && { echo "== $f"; tail -n 14 "$f"; }
+done

@@ -167,3 +167,16 @@ def test_export_command_prints_the_difference(run_dir, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "onnx.checker passed" in result.stdout and "max |onnx - torch| = " in result.stdout
     assert out.exists() and read_metadata(out)["action"]["dim"] == 29
+
+
+def test_a_run_trained_with_cuda_graphs_loads_on_the_cpu(run_dir):
+    """algo.cuda_graph=true (valid only for a CUDA learner) is a training setting: play and export
+    rebuild the policy on the CPU all the same."""
+    loaded = load_run(str(run_dir), overrides=["algo.cuda_graph=true"])  # as a CUDA run's config
+    assert loaded.cfg.algo.cuda_graph is True
+    env = make_env(loaded, 1)
+    try:
+        policy, group = make_policy(loaded, env)
+    finally:
+        env.close()
+    assert group == "actor" and policy(torch.zeros(1, OBS_DIM)).shape == (1, 29)

@@ -128,11 +128,12 @@ def test_bad_num_collectors_is_rejected() -> None:
     with pytest.raises(ValueError, match=r"num_envs must be divisible by SACConfig.num_collectors \* "
                                          r"SACConfig.collector_shards, got num_envs=8, num_collectors=3 and "
                                          r"collector_shards=1"):
-        SACConfig(num_envs=8, num_collectors=3)
+        SACConfig(num_envs=8, num_collectors=3, runtime="async")
     with pytest.raises(ValueError, match=r"SACConfig.collector_shards must be >= 1, got 0"):
         SACConfig(num_envs=8, collector_shards=0)
     with pytest.raises(ValueError, match=r"collector_shards=3"):
-        SACConfig(num_envs=8, collector_shards=3)
+        SACConfig(num_envs=8, collector_shards=3, runtime="async")
+    SACConfig(num_envs=5, collector_shards=2)  # the sync runtime has no shards
 
 
 def test_env_logs_of_shards_are_merged() -> None:

@@ -40,7 +40,8 @@ def test_async_config_keys_are_sacs_and_checked():
         with pytest.raises(ValueError, match=f"FlashSACConfig.{field}"):
             FlashSACConfig(**{field: value})
     with pytest.raises(ValueError, match="divisible"):
-        FlashSACConfig(num_envs=10, num_collectors=3)
+        FlashSACConfig(num_envs=10, num_collectors=3, runtime="async")
+    FlashSACConfig(num_envs=10, collector_shards=3)  # the sync runtime has no shards
 
 
 def test_make_runner_follows_the_runtime(make_env):

@@ -290,6 +290,8 @@ def make_policy(loaded: LoadedRun, env) -> tuple[torch.nn.Module, str]:
     algo_cfg = _algo_config(loaded.algo_reg, loaded.cfg)
     if dataclasses.is_dataclass(algo_cfg) and hasattr(algo_cfg, "num_envs"):
         algo_cfg = dataclasses.replace(algo_cfg, num_envs=env.num_envs)
+    if dataclasses.is_dataclass(algo_cfg) and hasattr(algo_cfg, "cuda_graph"):
+        algo_cfg = dataclasses.replace(algo_cfg, cuda_graph=False)  # a training setting; this copy is CPU-only
     agent = loaded.algo_reg.item.make_agent(env, algo_cfg, torch.device("cpu"))
     if not hasattr(agent, "inference_policy"):
         raise UserError(f"algorithm {loaded.algo!r} has no inference_policy(); it cannot be played or exported")

@@ -199,7 +199,7 @@ class FlashSACConfig:
     collector_shards: int = 1
     """Async: env shards per collector process, each stepped by its own thread with its own policy
     copy (and held noise); as :attr:`unilab_rl.algorithms.sac.SACConfig.collector_shards`.
-    ``num_envs`` must be divisible by ``num_collectors * collector_shards``."""
+    With ``runtime="async"``, ``num_envs`` must be divisible by ``num_collectors * collector_shards``."""
     collector_threads: int = 1
     """Async: torch intra-op threads of each collector's policy inference."""
     policy_device: Literal["cpu", "learner"] = "cpu"
@@ -236,7 +236,7 @@ class FlashSACConfig:
             )
         if self.num_blocks < 2:
             raise ValueError(f"FlashSACConfig.num_blocks must be >= 2, got {self.num_blocks!r}")
-        if self.num_envs % (self.num_collectors * self.collector_shards):  # both >= 1 checked above
+        if self.runtime == "async" and self.num_envs % (self.num_collectors * self.collector_shards):  # both >= 1
             raise ValueError(
                 f"FlashSACConfig.num_envs must be divisible by FlashSACConfig.num_collectors * "
                 f"FlashSACConfig.collector_shards, got num_envs={self.num_envs}, num_collectors={self.num_collectors} "

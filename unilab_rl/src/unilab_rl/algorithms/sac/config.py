@@ -126,8 +126,9 @@ class SACConfig:
     graphs, which removes the kernel-launch cost that dominates these small networks. Measured on
     one H200 (torch 2.11) at G1 sizes (obs 99/111, 29 actions, batch 8192, 8 critic + 2 actor
     updates): ``update()`` took 23-28 ms, against 42-62 ms with ``"default"`` and 40-55 ms
-    eager; the first iterations spend 35-50 s compiling."""
-    cuda_graph: bool | Literal["auto"] = False
+    eager; the first iterations spend 35-50 s compiling. Under ``cuda_graph`` (on by default on
+    CUDA) the whole steps are graphs already, and a CUDA-graph mode runs as its graph-free twin."""
+    cuda_graph: bool | Literal["auto"] = "auto"
     """Capture each whole gradient step as a CUDA graph and replay it: the critic step (replay
     sampling, mirroring, the critic objective, its backward pass, the AdamW step and the Polyak
     update) and the actor step (objective, backward, actor and temperature AdamW steps) become
@@ -140,7 +141,12 @@ class SACConfig:
     on the device (:meth:`~unilab_rl.replay.ReplayBuffer.sample_capturable`), so the random
     stream differs from the eager path's. ``True`` needs a CUDA learner device and no
     data-parallel gradient sync; ``"auto"`` captures when both hold and runs eagerly otherwise;
-    ``False`` never captures. The optimizers are built ``capturable`` whenever capture may happen."""
+    ``False`` never captures. The optimizers are built ``capturable`` whenever capture may happen
+    (so also for a data-parallel CUDA run under ``"auto"``, which then runs them uncaptured).
+    Measured on one H200 (docs/benchmarks.md, "Whole-step CUDA graphs", G1 sizes, batch 8192, 8
+    critic + 2 actor updates per call): 11.5 ms per ``update()`` against 27.2 ms for
+    ``"reduce-overhead"`` alone, and the same steps as the eager path to float tolerance; a default
+    g1_walk_flat run with it reached the same walking scores as before."""
 
     # -- Runtime ----------------------------------------------------------------------------
     runtime: Literal["sync", "async"] = "sync"
@@ -171,7 +177,8 @@ class SACConfig:
     code, policy and block writes run while another shard's physics does: the collector's Python
     work hides behind physics instead of adding to it. The pools oversubscribe the cores by this
     factor. Runs with more than one shard are not bit-reproducible (the shards draw policy noise
-    in thread order). ``num_envs`` must be divisible by ``num_collectors * collector_shards``."""
+    in thread order). With ``runtime="async"``, ``num_envs`` must be divisible by
+    ``num_collectors * collector_shards``; the sync runtime ignores both."""
     collector_threads: int = 1
     """Async: torch intra-op threads of the collector's policy inference (the physics pool has
     its own threads, ``sim.nthread``)."""
@@ -226,7 +233,7 @@ class SACConfig:
             raise ValueError(f"SACConfig.runtime must be 'sync' or 'async', got {self.runtime!r}")
         if self.policy_device not in ("cpu", "learner"):
             raise ValueError(f"SACConfig.policy_device must be 'cpu' or 'learner', got {self.policy_device!r}")
-        if self.num_envs % (self.num_collectors * self.collector_shards):
+        if self.runtime == "async" and self.num_envs % (self.num_collectors * self.collector_shards):
             raise ValueError(
                 f"SACConfig.num_envs must be divisible by SACConfig.num_collectors * SACConfig.collector_shards, got "
                 f"num_envs={self.num_envs}, num_collectors={self.num_collectors} and "
