@@ -169,11 +169,13 @@ def test_export_command_prints_the_difference(run_dir, tmp_path):
     assert out.exists() and read_metadata(out)["action"]["dim"] == 29
 
 
-def test_a_run_trained_with_cuda_graphs_loads_on_the_cpu(run_dir):
-    """algo.cuda_graph=true (valid only for a CUDA learner) is a training setting: play and export
-    rebuild the policy on the CPU all the same."""
-    loaded = load_run(str(run_dir), overrides=["algo.cuda_graph=true"])  # as a CUDA run's config
-    assert loaded.cfg.algo.cuda_graph is True
+@pytest.mark.parametrize("overrides", [["algo.cuda_graph=true"],
+                                       ["algo.runtime=async", "algo.collector_shards=2"]])
+def test_training_only_settings_do_not_stop_a_cpu_rebuild(run_dir, overrides):
+    """algo.cuda_graph=true (valid only for a CUDA learner) and the async runtime's shard counts
+    (which must divide the training env count, not the play env's 1) are training settings: play
+    and export rebuild the policy on the CPU for one env all the same."""
+    loaded = load_run(str(run_dir), overrides=overrides)  # as the config of a GPU machine's run
     env = make_env(loaded, 1)
     try:
         policy, group = make_policy(loaded, env)

@@ -288,10 +288,11 @@ def make_policy(loaded: LoadedRun, env) -> tuple[torch.nn.Module, str]:
             env (different observation or action sizes).
     """
     algo_cfg = _algo_config(loaded.algo_reg, loaded.cfg)
-    if dataclasses.is_dataclass(algo_cfg) and hasattr(algo_cfg, "num_envs"):
-        algo_cfg = dataclasses.replace(algo_cfg, num_envs=env.num_envs)
-    if dataclasses.is_dataclass(algo_cfg) and hasattr(algo_cfg, "cuda_graph"):
-        algo_cfg = dataclasses.replace(algo_cfg, cuda_graph=False)  # a training setting; this copy is CPU-only
+    if dataclasses.is_dataclass(algo_cfg):
+        # This copy only acts, on the CPU, with the play env's rows: the training-only settings
+        # that depend on the training machine or its env count are neutralized.
+        deploy = {"num_envs": env.num_envs, "num_collectors": 1, "collector_shards": 1, "cuda_graph": False}
+        algo_cfg = dataclasses.replace(algo_cfg, **{k: v for k, v in deploy.items() if hasattr(algo_cfg, k)})
     agent = loaded.algo_reg.item.make_agent(env, algo_cfg, torch.device("cpu"))
     if not hasattr(agent, "inference_policy"):
         raise UserError(f"algorithm {loaded.algo!r} has no inference_policy(); it cannot be played or exported")
