@@ -3,10 +3,13 @@
 #   A (GPU 0, cores 0-15): benchmarks/async_vs_sync.py with ASYNC_ARGS (backend alone, then the async rows);
 #   B (GPU 1, cores 16-31): pytest on TESTS (default: unilab_rl/tests/test_agent.py -k cuda), then, unless
 #      UPDATE_MODES is "none", benchmarks/update_speed.py with and without algo.cuda_graph=true.
-# With WALK="overrides" (and WALK_LIMIT_S, default 420), job B instead trains `unilab train --algo sac --task
-#   g1_walk_flat --sim mujoco` with those overrides, stopped by SIGINT after WALK_LIMIT_S, and packs the run
-#   directory (checkpoints dropped, policy.onnx exported) as OUTDIR/walk.tgz.
-# Needs .whl (../shared/scripts/offline-wheels.sh av, plus pytest's wheels for the tests).
+# With WALK="overrides" non-empty (and WALK_LIMIT_S, default 420), job B instead trains `unilab train --algo sac
+#   --task g1_walk_flat --sim mujoco` with those overrides, stopped by SIGINT after WALK_LIMIT_S, and packs the
+#   run directory (checkpoints dropped, policy.onnx exported) as OUTDIR/walk.tgz; UPDATE_MODES is then unused.
+#   WALK=" " (one space) trains the plain default; WALK unset or empty runs the tests and update benchmark.
+# Needs .whl: the wheels of the four packages and of mujoco and pydantic (built by the project's
+#   offline-wheels.sh, see the device notes in docs/benchmarks.md), plus pytest, iniconfig, packaging,
+#   pygments and pluggy for the tests (`pip download --only-binary=:all: --no-deps --python-version 3.12 ...`).
 # Usage: bash benchmarks/device_issue4.sh OUTDIR "ASYNC_ARGS" "UPDATE_MODES"
 set -uo pipefail
 out=$1; async_args=$2; modes=${3:-eager,reduce-overhead}

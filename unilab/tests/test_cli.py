@@ -44,9 +44,14 @@ BASE = ["train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco"]
          ["invalid value for env.commands.lin_vel_x", "[1.0, -0.5]", "min <= max"]),
         ([*BASE, "algo.runtime=async", "algo.num_collectors=2", "sim.cpu_ids=[0,1]"],
          ["sim.cpu_ids=[0, 1]", "algo.num_collectors=2", "same cores"]),
+        ([*BASE, "algo.cuda_graph=maybe"], ["invalid value for algo.cuda_graph: 'maybe'", "boolean", "'auto'"]),
+        ([*BASE, "training.device=cpu", "algo.cuda_graph=true"],
+         ["algo.cuda_graph=true needs a CUDA learner device, got training.device=cpu", "algo.cuda_graph=auto"]),
+        ([*BASE, "algo.runtime=async", "algo.num_envs=6", "algo.collector_shards=4"],
+         ["algo.num_envs must be divisible by algo.num_collectors * algo.collector_shards", "collector_shards=4"]),
     ],
     ids=["task", "algo", "backend", "key", "type", "preset", "range", "device", "log_dir", "buffer",
-         "command-range", "cpu-ids-collectors"],
+         "command-range", "cpu-ids-collectors", "cuda-graph-value", "cuda-graph-cpu", "shards"],
 )
 def test_bad_input_is_one_clear_line(tmp_path, args, expected):
     result = run_cli(*args, cwd=tmp_path)

@@ -59,6 +59,23 @@ def test_shards_store_each_shard_like_a_single_shard_run(make_sac, collectors, s
     assert live_children() == []
 
 
+def test_shards_in_threads_draw_the_policy_noise_of_shards_in_processes(make_sac) -> None:
+    """Two shards in one collector's threads store exactly what two collector processes store,
+    with the policy acting (and drawing noise) from the first step: each shard's noise stream
+    depends on its seed, not on thread order. No weights are broadcast (sync_weights_every is
+    out of reach), so the acting policy is the same initial one in both runs."""
+    iterations = 6
+    rows = {}
+    for collectors, shards in ((2, 1), (1, 2)):
+        sac = make_sac(make_point_env(), learning_starts=0, block_steps=3, num_blocks=2, sync_weights_every=10_000,
+                       num_collectors=collectors, collector_shards=shards)
+        AsyncOffPolicyRunner(make_point_env, sac, seed=7, env_seed=3).learn(iterations)
+        rows[collectors, shards] = _fields(sac, iterations, 8)
+    assert rows[2, 1]["actions"].unique().numel() > 40  # sampled actions, not a constant
+    for key, value in rows[2, 1].items():
+        torch.testing.assert_close(rows[1, 2][key], value, rtol=0, atol=0, msg=key)
+
+
 @pytest.mark.parametrize("collectors, shards", [(2, 1), (1, 2)])
 def test_shards_hold_the_update_to_data_ratio(make_sac, collectors, shards) -> None:
     sac = make_sac(make_point_env(), learning_starts=2, num_updates=2, batch_size=16, block_steps=3, num_blocks=2,

@@ -230,8 +230,16 @@ def resolve_config(
     try:
         return model.model_validate(tree)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        err = errors[0]
         key = ".".join(str(p) for p in err["loc"])
+        branches = [e for e in errors if len(e["loc"]) > 1 and e["loc"][:-1] == err["loc"][:-1]]
+        if len(branches) > 1 and all(e.get("input") == err.get("input") for e in branches):
+            # a union (e.g. true/false or "auto"): every branch rejected the value; name the
+            # field, not pydantic's branch tags, and say what each branch expected
+            key = ".".join(str(p) for p in err["loc"][:-1])
+            expected = ", or ".join(e["msg"].lower() for e in branches)
+            raise ConfigError(f"invalid value for {key}: {err.get('input')!r} ({expected})") from None
         if err["type"] == "value_error" and isinstance(err.get("input"), dict):
             # a section's own check across its keys: its message names them; the section's
             # whole input would only bury it

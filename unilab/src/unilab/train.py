@@ -401,6 +401,12 @@ def _end_rank_process() -> None:
 
 
 def _train(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, algo_cfg, argv, dctx) -> Path | None:
+    if getattr(algo_cfg, "cuda_graph", None) is True:  # before anything is written
+        name = str(dctx.device) if dctx.device is not None else cfg.training.device
+        if not (name.startswith("cuda") or (name == "auto" and torch.cuda.is_available())):
+            raise UserError(f"algo.cuda_graph=true needs a CUDA learner device, got training.device={name}"
+                            f"{' (no CUDA device here)' if name == 'auto' else ''}; use algo.cuda_graph=auto "
+                            f"(captures only on CUDA) or false")
     if dctx.is_main:
         _check_log_dir(cfg.training.log_dir)
     resume_path = resume_payload = None

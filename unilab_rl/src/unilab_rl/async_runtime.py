@@ -34,8 +34,8 @@ Shards: the N envs can be split into J = K x S shards, K collector processes
 every block index to all J and stores a block once all J filled it. The S shards of one process
 share nothing but the process: MuJoCo releases the GIL while it steps, so one shard's env code
 and policy run while another's physics does (each shard's physics pool has the process's
-threads, so the pools oversubscribe the cores by S). With S > 1 the shards draw their policy
-noise from one generator in thread order, so runs are not bit-reproducible.
+threads, so the pools oversubscribe the cores by S). Each shard draws its policy noise from its
+own generator state (:class:`ShardNoise`), so its data does not depend on thread order.
 
 One iteration is, as in the synchronous runner, one env step of all envs plus its updates, so
 iteration counts, checkpoints, metrics and ``learning_starts`` mean the same in both runtimes.
@@ -448,6 +448,47 @@ def _set_parent_death_signal() -> None:
             pass
 
 
+class ShardNoise:
+    """One env shard's own policy-noise stream when several shards share a process.
+
+    A policy draws its sampling noise from the process-wide generator of its device. Shards in
+    threads would take turns on it in thread order, which differs from run to run. Around each
+    policy call this swaps in the shard's own generator state, under a lock shared by the
+    process's shards, and keeps the state it leaves. A shard's noise then depends on its seed
+    alone, as it would in a process of its own.
+
+    Args:
+        seed: the shard's noise seed.
+        device: the policy's device (``cpu`` or a CUDA device).
+        lock: a ``threading.Lock`` shared by the process's shards.
+    """
+
+    def __init__(self, seed: int, device: torch.device, lock: threading.Lock) -> None:
+        self.device, self.lock = device, lock
+        self.cuda = device.type == "cuda"
+        self.state = torch.Generator(device).manual_seed(seed).get_state()
+
+    def _get(self) -> torch.Tensor:
+        return torch.cuda.get_rng_state(self.device) if self.cuda else torch.get_rng_state()
+
+    def _set(self, state: torch.Tensor) -> None:
+        if self.cuda:
+            torch.cuda.set_rng_state(state, self.device)
+        else:
+            torch.set_rng_state(state)
+
+    def __call__(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` drawing from this shard's stream."""
+        with self.lock:
+            saved = self._get()
+            self._set(self.state)
+            try:
+                return fn(*args)
+            finally:
+                self.state = self._get()
+                self._set(saved)
+
+
 def _collector_main(env_fn, policy, blocks: SharedBlocks, weights: SharedWeights, free_qs, full_qs, stop_event,
                     specs: list[CollectorSpec]) -> None:
     """Collector process body (spawned): one env shard per entry of ``specs``, each with its own
@@ -485,9 +526,13 @@ def _collector_main(env_fn, policy, blocks: SharedBlocks, weights: SharedWeights
         if len(specs) == 1:
             _shard_loop(envs[0], policies[0], blocks, weights, free_qs[0], full_qs[0], specs[0], stopping)
         else:
+            lock = threading.Lock()
+            noises = [ShardNoise(sp.seed + 1, policy_device, lock) for sp in specs]
+
             def run(s: int) -> None:
                 try:
-                    _shard_loop(envs[s], policies[s], blocks, weights, free_qs[s], full_qs[s], specs[s], stopping)
+                    _shard_loop(envs[s], policies[s], blocks, weights, free_qs[s], full_qs[s], specs[s], stopping,
+                                noises[s])
                 except BaseException as exc:  # noqa: BLE001 - reported by the process, below
                     failed.append((s, exc))
                     abort.set()
@@ -529,10 +574,11 @@ def _collector_main(env_fn, policy, blocks: SharedBlocks, weights: SharedWeights
 
 
 def _shard_loop(env: VecEnv, policy: nn.Module, blocks: SharedBlocks, weights: SharedWeights, free_q, full_q,
-                spec: CollectorSpec, stopping: Callable[[], bool]) -> None:
+                spec: CollectorSpec, stopping: Callable[[], bool], noise: ShardNoise | None = None) -> None:
     """Step one env shard: for every free block, ``block_steps`` env steps into the shard's env
     columns, then report the block full. Returns when ``spec.total_steps`` are delivered or
-    :func:`stopping` says so; raises on any error."""
+    :func:`stopping` says so; raises on any error. ``noise``: the shard's own policy-noise stream
+    when shards share the process (None: the process-wide generator)."""
     from unilab_rl.algorithms.sac.agent import uniform_actions
 
     policy_device = torch.device(spec.policy_device)
@@ -569,7 +615,8 @@ def _shard_loop(env: VecEnv, policy: nn.Module, blocks: SharedBlocks, weights: S
             if iteration < spec.learning_starts:  # drawn on the CPU whatever the policy device
                 actions = uniform_actions(spec.action_low, spec.action_high, num_envs, generator)
             else:
-                actions = policy(obs["actor"].to(policy_device)).to("cpu")
+                actor_obs = obs["actor"].to(policy_device)
+                actions = (policy(actor_obs) if noise is None else noise(policy, actor_obs)).to("cpu")
             tc = time.perf_counter()
             next_obs, rewards, terminated, truncated, extras = env.step(actions)
             td = time.perf_counter()
@@ -1111,6 +1158,7 @@ __all__ = [
     "AsyncLearner",
     "AsyncOffPolicyRunner",
     "CollectorDied",
+    "ShardNoise",
     "SharedBlocks",
     "SharedWeights",
     "collector_policy_device",

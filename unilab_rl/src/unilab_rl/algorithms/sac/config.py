@@ -176,8 +176,8 @@ class SACConfig:
     the collector's physics threads). MuJoCo releases the GIL while it steps, so one shard's env
     code, policy and block writes run while another shard's physics does: the collector's Python
     work hides behind physics instead of adding to it. The pools oversubscribe the cores by this
-    factor. Runs with more than one shard are not bit-reproducible (the shards draw policy noise
-    in thread order). With ``runtime="async"``, ``num_envs`` must be divisible by
+    factor. Each shard draws its policy noise from its own seeded stream, so its data does not
+    depend on thread order. With ``runtime="async"``, ``num_envs`` must be divisible by
     ``num_collectors * collector_shards``; the sync runtime ignores both."""
     collector_threads: int = 1
     """Async: torch intra-op threads of the collector's policy inference (the physics pool has
