@@ -8,7 +8,9 @@ From the repository root (packages installed), e.g. on the GPU machine:
 For each algorithm x mode, in a fresh Python process (so no compile cache or dynamo state carries
 over from the previous mode; inductor's on-disk cache may), it builds the agent exactly as
 ``unilab train --algo A --task T --sim mujoco`` would (owner YAML, ``--preset``, ``--set``
-overrides; ``algo.compile_mode`` = the mode, ``algo.use_compile=false`` for ``eager``), fills its
+overrides; ``algo.compile_mode`` = the mode, ``algo.use_compile=false`` for ``eager``; SAC's
+``algo.cuda_graph`` stays as configured, ``auto`` by default, so on CUDA every mode runs inside
+whole-step CUDA graphs unless ``--set algo.cuda_graph=false``), fills its
 replay buffer with ``learning_starts`` env steps of random transitions (Gaussian observations,
 uniform actions in the action box, rewards N(0, 1), 1 % terminations), then calls
 ``agent.update()``:
