@@ -323,7 +323,7 @@ class SAC:
     @property
     def cuda_graphs(self) -> bool:
         """True once :meth:`update` replays captured CUDA graphs for both steps (``cfg.cuda_graph``)."""
-        return self._graphs is not None and self._graphs.critic is not None and self._graphs.actor is not None
+        return self._graphs is not None and self._graphs.captured
 
     def _critic_step(self, batch: Batch) -> torch.Tensor:
         """One critic gradient step on ``batch`` and the Polyak update of the targets.
@@ -476,13 +476,16 @@ class _StepGraphs:
     """Eager steps of each kind before its capture."""
 
     def __init__(self) -> None:
-        self.critic: torch.cuda.CUDAGraph | None = None
-        self.actor: torch.cuda.CUDAGraph | None = None
+        self.graphs: dict[str, torch.cuda.CUDAGraph] = {}  # "critic", "actor" once captured
+        self.outs: dict[str, torch.Tensor] = {}  # their static outputs: critic (2,), actor (4,)
         self.batch: Batch | None = None  # the last critic step's batch (the critic graph's static one once captured)
-        self.critic_out: torch.Tensor | None = None  # (2,) static output of the critic graph
-        self.actor_out: torch.Tensor | None = None  # (4,) static output of the actor graph
         self.warm = {"critic": 0, "actor": 0}
         self.stream: torch.cuda.Stream | None = None
+
+    @property
+    def captured(self) -> bool:
+        """Both steps are graph replays."""
+        return len(self.graphs) == 2
 
     def _eager(self, agent: SAC, kind: str, step: Callable[[], torch.Tensor]) -> torch.Tensor:
         """Run ``step`` on the side stream, then make the current stream wait for it."""
@@ -497,35 +500,33 @@ class _StepGraphs:
         self.warm[kind] += 1
         return out
 
+    def _run(self, agent: SAC, kind: str, step: Callable[[], torch.Tensor], may_capture: bool = True) -> torch.Tensor:
+        """One ``step`` of ``kind``: eager while warming up (or while ``may_capture`` is false),
+        then captured once and replayed; returns a copy of its output."""
+        graph = self.graphs.get(kind)
+        if graph is None:
+            if self.warm[kind] < self.WARMUP or not may_capture:
+                return self._eager(agent, kind, step)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                self.outs[kind] = step()
+            self.graphs[kind] = graph
+        graph.replay()
+        return self.outs[kind].clone()
+
     def critic_step(self, agent: SAC) -> torch.Tensor:
         """One critic step (sample, objective, backward, AdamW, Polyak); returns its (2,) log, a copy."""
-        cfg = agent.cfg
-        if self.critic is None:
-            if self.warm["critic"] < self.WARMUP:
-                def step() -> torch.Tensor:
-                    self.batch = agent.replay.sample_capturable(cfg.batch_size, agent.mirror)
-                    return agent._critic_step(self.batch)
 
-                return self._eager(agent, "critic", step)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                self.batch = agent.replay.sample_capturable(cfg.batch_size, agent.mirror)
-                self.critic_out = agent._critic_step(self.batch)
-            self.critic = graph
-        self.critic.replay()
-        return self.critic_out.clone()
+        def step() -> torch.Tensor:
+            self.batch = agent.replay.sample_capturable(agent.cfg.batch_size, agent.mirror)
+            return agent._critic_step(self.batch)
+
+        return self._run(agent, "critic", step)
 
     def actor_step(self, agent: SAC) -> torch.Tensor:
-        """One actor and temperature step on the last critic step's batch; returns its (4,) log, a copy."""
-        if self.actor is None:
-            if self.warm["actor"] < self.WARMUP or self.critic is None:
-                return self._eager(agent, "actor", lambda: agent._actor_step(self.batch))
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                self.actor_out = agent._actor_step(self.batch)
-            self.actor = graph
-        self.actor.replay()
-        return self.actor_out.clone()
+        """One actor and temperature step on the last critic step's batch; returns its (4,) log, a
+        copy. Captured only once the critic graph is, so that it reads that graph's static batch."""
+        return self._run(agent, "actor", lambda: agent._actor_step(self.batch), may_capture="critic" in self.graphs)
 
 
 def uniform_actions(low: torch.Tensor, high: torch.Tensor, num: int, generator: torch.Generator) -> torch.Tensor:
