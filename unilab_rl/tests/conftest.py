@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from unilab_rl.algorithms.sac import SAC, SACConfig
-from unilab_rl.testing import PointEnv
+from unilab_rl.testing import PointEnv, make_learner
 
 DEVICE = torch.device("cpu")
 
@@ -31,10 +31,9 @@ def _evaluate(policy, num_envs: int = 64, episodes_per_env: int = 1, seed: int =
 
 
 SMALL = dict(
-    num_envs=8,
     batch_size=64,
     num_updates=2,
-    policy_frequency=2,
+    actor_update_period=2,
     buffer_size_per_env=64,
     learning_starts=2,
     actor_hidden=(32, 32),
@@ -44,8 +43,9 @@ SMALL = dict(
 
 
 def _make_sac(env: PointEnv, **overrides) -> SAC:
-    cfg = SACConfig(**{**SMALL, "num_envs": env.num_envs, **overrides})
-    return SAC(env, cfg)  # device from cfg.device: "cpu" unless overridden
+    """SAC with :data:`SMALL` settings; ``overrides`` may hold SAC fields, runtime fields
+    (``mode`` defaults to ``"sync"``) and ``device`` ("cpu" unless given)."""
+    return make_learner(SAC, SACConfig, env, **{**SMALL, **overrides})
 
 
 # Helpers are handed out as fixtures (not imported from conftest) so this suite can run in one
@@ -60,7 +60,7 @@ def make_env() -> Callable[..., PointEnv]:
 
 @pytest.fixture
 def make_sac() -> Callable[..., SAC]:
-    """``make_sac(env, **cfg_overrides) -> SAC`` with small networks (on the CPU unless ``device=``)."""
+    """``make_sac(env, **settings) -> SAC`` with small networks (on the CPU unless ``device=``)."""
     return _make_sac
 
 

@@ -16,7 +16,7 @@ needs_accelerator = pytest.mark.skipif(ACCELERATOR is None, reason="no cuda, xpu
 @pytest.mark.parametrize("use_compile", [False, "auto"])
 def test_learner_on_accelerator_env_on_cpu(make_env, make_sac, use_compile) -> None:
     env = make_env(num_envs=16, max_episode_length=5)
-    sac = make_sac(env, device=ACCELERATOR, use_compile=use_compile)
+    sac = make_sac(env, device=ACCELERATOR, compile=use_compile)
     expected = "inductor" if (use_compile == "auto" and ACCELERATOR == "cuda") else "eager"
     assert sac.compile_backend == expected
     assert sac.replay.device.type == ACCELERATOR and next(sac.actor.parameters()).device.type == ACCELERATOR

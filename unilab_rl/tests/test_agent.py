@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from unilab_rl.algorithms.sac import SAC, SACConfig
+from unilab_rl.runtime import RuntimeConfig
 
 
 def _fill(sac: SAC, env, steps: int) -> None:
@@ -35,7 +36,7 @@ def test_act_stays_in_the_box_on_the_env_device(make_env, make_sac) -> None:
 
 def test_update_metrics_and_actor_cadence(make_env, make_sac) -> None:
     env = make_env()
-    sac = make_sac(env, num_updates=1, policy_frequency=2)
+    sac = make_sac(env, num_updates=1, actor_update_period=2)
     _fill(sac, env, 4)
     first, second = sac.update(), sac.update()
     assert set(first) == {"Loss/critic", "Critic/mean_q"}  # 1 critic update: no actor update yet
@@ -102,7 +103,7 @@ def test_inference_policy_matches_deterministic_act(make_env, make_sac) -> None:
 
 def test_config_is_copied_not_mutated(make_env) -> None:
     env = make_env(num_envs=4)
-    cfg = SACConfig(num_envs=4, batch_size=16, buffer_size_per_env=8, actor_hidden=(8,), critic_hidden=(8,), device="cpu")
+    cfg = SACConfig(batch_size=16, buffer_size_per_env=8, actor_hidden=(8,), critic_hidden=(8,))
     before = dataclasses.asdict(cfg)
     sac = SAC(env, cfg, torch.device("cpu"))
     sac.cfg.gamma = 0.5
@@ -119,8 +120,8 @@ def test_target_entropy_scale(make_env, make_sac) -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("gamma", 1.5), ("tau", 0.0), ("batch_size", 0), ("critic_reduction", "max"), ("use_compile", "yes"),
-     ("log_std_min", 1.0), ("actor_hidden", ())],
+    [("gamma", 1.5), ("tau", 0.0), ("batch_size", 0), ("critic_reduction", "max"), ("init_temperature", 0.0),
+     ("actor_hidden", ())],
 )
 def test_config_rejects_bad_values_naming_the_field(field: str, value) -> None:
     with pytest.raises(ValueError, match=field):
@@ -144,9 +145,13 @@ def test_symmetric_env_uses_actor_group_for_the_critic(make_env, make_sac) -> No
 
 
 def test_cuda_graph_setting_is_checked(make_env, make_sac) -> None:
-    with pytest.raises(ValueError, match=r"SACConfig.cuda_graph must be true, false or 'auto', got 'yes'"):
-        SACConfig(cuda_graph="yes")
-    with pytest.raises(ValueError, match=r"SACConfig.cuda_graph=true needs a CUDA learner device, got cpu"):
+    with pytest.raises(ValueError, match=r"runtime.cuda_graph must be true, false or 'auto', got 'yes'"):
+        RuntimeConfig(cuda_graph="yes")
+    with pytest.raises(ValueError, match=r"runtime.compile must be true, false or 'auto', got 'yes'"):
+        RuntimeConfig(compile="yes")
+    with pytest.raises(ValueError, match=r"runtime.mixed_precision=true: SAC runs in float32"):
+        make_sac(make_env(num_envs=4), mixed_precision=True)
+    with pytest.raises(ValueError, match=r"runtime.cuda_graph=true needs a CUDA learner device, got cpu"):
         make_sac(make_env(num_envs=4), cuda_graph=True)
     env = make_env(num_envs=4)
     sac = make_sac(env, cuda_graph="auto")  # a CPU learner: eager, optimizers not capturable
@@ -164,7 +169,7 @@ def test_cuda_graph_replays_take_the_eager_steps(make_env, make_sac) -> None:
     for graph in (True, False):
         torch.manual_seed(0)
         env = make_env(num_envs=16)
-        sac = make_sac(env, device="cuda", cuda_graph=graph, use_compile=False, num_updates=4, policy_frequency=2,
+        sac = make_sac(env, device="cuda", cuda_graph=graph, compile=False, num_updates=4, actor_update_period=2,
                        batch_size=64, symmetry=False)
         _fill(sac, env, 8)
         if not graph:

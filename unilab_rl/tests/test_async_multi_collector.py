@@ -12,8 +12,9 @@ import signal
 import pytest
 import torch
 
-from unilab_rl import AsyncOffPolicyRunner, CollectorDied, OffPolicyRunner, SACConfig
-from unilab_rl.async_runtime import SHARD_SEED_STRIDE, _merge_logs
+from unilab_rl import AsyncOffPolicyRunner, CollectorDied, OffPolicyRunner, RuntimeConfig
+from unilab_rl.async_runtime import SHARD_SEED_STRIDE
+from unilab_rl.async_runtime import merge_logs as _merge_logs
 from unilab_rl.testing import PointEnv, live_children
 
 # Picklable factory; with several collectors the runner overrides num_envs and seed per shard.
@@ -130,7 +131,7 @@ def test_killing_one_of_two_collectors_fails_the_run_naming_it(make_sac) -> None
 
     def kill_second(iteration, metrics):
         if iteration == 2:
-            os.kill(runner._procs[1].pid, signal.SIGKILL)
+            os.kill(runner.pool.procs[1].pid, signal.SIGKILL)
 
     with pytest.raises(CollectorDied, match=r"collector 1 of 2 \(pid \d+\) exited with code -9 at iteration \d+"):
         runner.learn(10_000, on_iteration=kill_second)
@@ -140,17 +141,16 @@ def test_killing_one_of_two_collectors_fails_the_run_naming_it(make_sac) -> None
 
 
 def test_bad_num_collectors_is_rejected() -> None:
-    with pytest.raises(ValueError, match=r"SACConfig.num_collectors must be >= 1, got 0"):
-        SACConfig(num_envs=8, num_collectors=0)
-    with pytest.raises(ValueError, match=r"num_envs must be divisible by SACConfig.num_collectors \* "
-                                         r"SACConfig.collector_shards, got num_envs=8, num_collectors=3 and "
-                                         r"collector_shards=1"):
-        SACConfig(num_envs=8, num_collectors=3, runtime="async")
-    with pytest.raises(ValueError, match=r"SACConfig.collector_shards must be >= 1, got 0"):
-        SACConfig(num_envs=8, collector_shards=0)
-    with pytest.raises(ValueError, match=r"collector_shards=3"):
-        SACConfig(num_envs=8, collector_shards=3, runtime="async")
-    SACConfig(num_envs=5, collector_shards=2)  # the sync runtime has no shards
+    with pytest.raises(ValueError, match=r"runtime.num_collectors must be >= 1, got 0"):
+        RuntimeConfig(num_collectors=0)
+    with pytest.raises(ValueError, match=r"training.num_envs=8 must be divisible by runtime.num_collectors \* "
+                                         r"runtime.collector_shards = 3 \* 1"):
+        RuntimeConfig(num_collectors=3, collector_shards=1, mode="async").check_num_envs(8)
+    with pytest.raises(ValueError, match=r"runtime.collector_shards must be >= 1, got 0"):
+        RuntimeConfig(collector_shards=0)
+    with pytest.raises(ValueError, match=r"collector_shards = 1 \* 3"):
+        RuntimeConfig(collector_shards=3, mode="async").check_num_envs(8)
+    RuntimeConfig(collector_shards=2, mode="sync").check_num_envs(5)  # the sync runtime has no shards
 
 
 def test_env_logs_of_shards_are_merged() -> None:

@@ -126,7 +126,7 @@ def test_a_killed_collector_fails_the_run_with_a_clear_message(make_sac) -> None
 
     def kill_collector(iteration, metrics):
         if iteration == 2:
-            os.kill(runner._proc.pid, signal.SIGKILL)
+            os.kill(runner.pool.procs[0].pid, signal.SIGKILL)
 
     with pytest.raises(CollectorDied, match=r"collector process exited with code -9 at iteration \d+"):
         runner.learn(10_000, on_iteration=kill_collector)
@@ -176,15 +176,15 @@ def test_weights_round_trip_through_shared_memory(make_env, make_sac) -> None:
 _ORPHAN_SCRIPT = """
 import functools, sys, torch
 from unilab_rl import AsyncOffPolicyRunner, SACConfig, SAC
-from unilab_rl.testing import PointEnv
+from unilab_rl.testing import PointEnv, make_learner
 torch.set_num_threads(1)
 make = functools.partial(PointEnv, num_envs=4, seed=0)
-cfg = SACConfig(num_envs=4, batch_size=8, num_updates=1, buffer_size_per_env=16, learning_starts=1,
-                actor_hidden=(8,), critic_hidden=(8,), device="cpu", block_steps=1)
-runner = AsyncOffPolicyRunner(make, SAC(make(), cfg))
+sac = make_learner(SAC, SACConfig, make(), batch_size=8, num_updates=1, buffer_size_per_env=16, learning_starts=1,
+                   actor_hidden=(8,), critic_hidden=(8,), device="cpu", block_steps=1)
+runner = AsyncOffPolicyRunner(make, sac)
 def report(iteration, metrics):
     if iteration == 2:
-        print(runner._proc.pid, flush=True)
+        print(runner.pool.procs[0].pid, flush=True)
 runner.learn(10**9, on_iteration=report)
 """
 

@@ -20,7 +20,7 @@ from unilab_rl.algorithms.sac import update as sac_update
 from unilab_rl.algorithms.sac.networks import Critic
 from unilab_rl.normalizer import RunningMeanStd
 from unilab_rl.runner import OffPolicyRunner
-from unilab_rl.testing import PointEnv
+from unilab_rl.testing import PointEnv, make_learner
 
 WORLD = 2
 OBS, ACT, BATCH, STEPS = 5, 2, 8, 3  # BATCH rows split evenly between the ranks
@@ -53,7 +53,7 @@ def _obs_batches() -> list[torch.Tensor]:
     return [torch.randn(BATCH, OBS, generator=g) * (i + 1) + i for i in range(4)]
 
 
-SMALL = dict(num_envs=4, batch_size=16, num_updates=2, policy_frequency=2, buffer_size_per_env=64,
+SMALL = dict(batch_size=16, num_updates=2, actor_update_period=2, buffer_size_per_env=64,
              learning_starts=2, actor_hidden=(16, 16), critic_hidden=(16, 16), device="cpu")  # fmt: skip
 
 
@@ -72,7 +72,7 @@ def _worker(rank: int, port: int, out: dict) -> None:
         # SAC: different init (seed) and different data (env seed) per rank.
         torch.manual_seed(100 + rank)
         env = PointEnv(num_envs=4, seed=rank)
-        agent = SAC(env, SACConfig(**SMALL))
+        agent = make_learner(SAC, SACConfig, env, **SMALL)
         before = ddp.state_digest(agent)
         ddp.attach(agent)
         ddp.broadcast_state(agent)

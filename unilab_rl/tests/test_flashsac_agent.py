@@ -12,28 +12,32 @@ from unilab_rl import FlashSAC, FlashSACConfig, OffPolicyRunner
 from unilab_rl.algorithms.flashsac.agent import resolve_compile_mode
 from unilab_rl.algorithms.flashsac.networks import UnitLinear
 from unilab_rl.registry import get_algorithm
+from unilab_rl.runtime import RuntimeConfig
+from unilab_rl.testing import make_learner
 
 SMALL = dict(
-    num_envs=8, max_iterations=20, learning_starts=2, buffer_size_per_env=64, batch_size=32, num_updates=2,
+    max_iterations=20, learning_starts=2, buffer_size_per_env=64, batch_size=32, num_updates=2,
     actor_hidden_dim=16, critic_hidden_dim=16, actor_num_blocks=1, critic_num_blocks=1, num_bins=21,
     device="cpu",
 )
 
 
 def make_flashsac(env, **overrides) -> FlashSAC:
-    return FlashSAC(env, FlashSACConfig(**{**SMALL, "num_envs": env.num_envs, **overrides}))
+    return make_learner(FlashSAC, FlashSACConfig, env, **{**SMALL, **overrides})
 
 
 def test_defaults_are_the_papers_and_ranges_are_checked():
     cfg = FlashSACConfig()
     assert (cfg.batch_size, cfg.num_updates, cfg.actor_update_period, cfg.tau) == (2048, 2, 2, 0.01)
-    assert (cfg.num_bins, cfg.v_min, cfg.v_max, cfg.normalized_g_max) == (101, -5.0, 5.0, 5.0)
+    assert (cfg.num_bins, cfg.v_max, cfg.normalized_g_max) == (101, 5.0, 5.0)
     assert (cfg.lr, cfg.lr_end, cfg.init_temperature, cfg.target_sigma) == (3e-4, 1.5e-4, 0.01, 0.15)
-    assert (cfg.zeta_exponent, cfg.zeta_max, cfg.actor_hidden_dim, cfg.critic_hidden_dim) == (2.0, 16, 128, 256)
-    for field, value in [("num_bins", 1), ("v_min", 5.0), ("tau", 0.0), ("gamma", 1.5), ("mixed_precision", "yes"),
-                         ("compile_mode", "fast"), ("zeta_max", 0), ("lr_end", 0.0)]:
+    assert (cfg.actor_hidden_dim, cfg.critic_hidden_dim) == (128, 256)
+    for field, value in [("num_bins", 1), ("v_max", -5.0), ("tau", 0.0), ("gamma", 1.5), ("lr_end", 0.0)]:
         with pytest.raises(ValueError, match=f"FlashSACConfig.{field}"):
             FlashSACConfig(**{field: value})
+    for field, value in [("mixed_precision", "yes"), ("compile_mode", "fast")]:
+        with pytest.raises(ValueError, match=f"runtime.{field}"):
+            RuntimeConfig(**{field: value})
 
 
 def test_compile_mode_auto_follows_the_torch_version():
@@ -45,9 +49,9 @@ def test_compile_mode_auto_follows_the_torch_version():
 def test_registered_as_flashsac():
     spec = get_algorithm("flashsac").item
     assert spec.config_cls is FlashSACConfig
-    from unilab_rl.algorithms.flashsac.plugin import make_runner
+    from unilab_rl.algorithms.flashsac.agent import make
 
-    assert spec.make_runner is make_runner  # OffPolicyRunner or AsyncOffPolicyRunner by cfg.runtime
+    assert spec.make_agent is make
 
 
 def test_acting_shapes_dtypes_and_bounds(make_env):
@@ -195,11 +199,11 @@ def test_flashsac_learns_the_point_task(make_env, evaluate):
     for seed in (0, 1, 2):
         torch.manual_seed(seed)
         env = make_env(num_envs=32, seed=seed)
-        agent = FlashSAC(env, FlashSACConfig(
-            num_envs=32, max_iterations=150, learning_starts=5, buffer_size_per_env=400, batch_size=128,
-            num_updates=4, actor_hidden_dim=64, critic_hidden_dim=64, actor_num_blocks=1, critic_num_blocks=1,
-            expansion=2, gamma=0.9, lr=1e-3, lr_end=1e-3, device="cpu",
-        ))  # fmt: skip
+        agent = make_learner(
+            FlashSAC, FlashSACConfig, env, max_iterations=150, learning_starts=5, buffer_size_per_env=400,
+            batch_size=128, num_updates=4, actor_hidden_dim=64, critic_hidden_dim=64, actor_num_blocks=1,
+            critic_num_blocks=1, gamma=0.9, lr=1e-3, lr_end=1e-3, device="cpu",
+        )  # fmt: skip
         def policy(e, obs):
             return agent.act(obs["actor"], deterministic=True)
         def uniform(e, obs):
@@ -213,7 +217,8 @@ def test_flashsac_learns_the_point_task(make_env, evaluate):
 
 
 def test_config_is_copied(make_env):
-    cfg = FlashSACConfig(**SMALL)
-    agent = FlashSAC(make_env(num_envs=8), cfg)
+    settings = {k: v for k, v in SMALL.items() if k not in ("max_iterations", "device")}
+    cfg = FlashSACConfig(**settings)
+    agent = FlashSAC(make_env(num_envs=8), cfg, "cpu")
     agent.cfg.lr = 1.0
-    assert cfg.lr == 3e-4 and dataclasses.asdict(cfg) == dataclasses.asdict(FlashSACConfig(**SMALL))
+    assert cfg.lr == 3e-4 and dataclasses.asdict(cfg) == dataclasses.asdict(FlashSACConfig(**settings))

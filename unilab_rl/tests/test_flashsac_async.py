@@ -12,47 +12,49 @@ import pickle
 import pytest
 import torch
 
-from unilab_rl import AsyncOffPolicyRunner, FlashSAC, FlashSACConfig, OffPolicyRunner
-from unilab_rl.async_runtime import AsyncLearner, SharedWeights, flat_state, missing_async_members
-from unilab_rl.registry import get_algorithm
-from unilab_rl.testing import PointEnv, live_children
+from unilab_rl import AsyncOffPolicyRunner, FlashSAC, FlashSACConfig, Learner, OffPolicyRunner, RuntimeConfig, make_runner
+from unilab_rl.async_runtime import SharedWeights, flat_state
+from unilab_rl.learner import missing_members
+from unilab_rl.testing import PointEnv, live_children, make_learner
 
 # Spawned collectors need a picklable, module-level env factory.
 make_point_env = functools.partial(PointEnv, num_envs=8, max_episode_length=5, seed=3)
 
 SMALL = dict(
-    num_envs=8, max_iterations=12, learning_starts=2, buffer_size_per_env=64, batch_size=32, num_updates=2,
+    max_iterations=12, learning_starts=2, buffer_size_per_env=64, batch_size=32, num_updates=2,
     actor_hidden_dim=16, critic_hidden_dim=16, actor_num_blocks=1, critic_num_blocks=1, num_bins=21,
     device="cpu", block_steps=3, num_blocks=2, sync_weights_every=2,
 )
 
 
 def make_flashsac(env, **overrides) -> FlashSAC:
-    return FlashSAC(env, FlashSACConfig(**{**SMALL, "num_envs": env.num_envs, **overrides}))
+    return make_learner(FlashSAC, FlashSACConfig, env, **{**SMALL, **overrides})
 
 
-def test_async_config_keys_are_sacs_and_checked():
-    cfg = FlashSACConfig()
-    assert (cfg.runtime, cfg.block_steps, cfg.num_blocks, cfg.sync_weights_every) == ("sync", 8, 4, 8)
-    assert (cfg.num_collectors, cfg.collector_threads, cfg.learner_threads) == (1, 1, 0)
-    for field, value in [("runtime", "threads"), ("num_blocks", 1), ("block_steps", 0), ("sync_weights_every", 0),
+def test_runtime_settings_are_shared_and_checked():
+    rt = RuntimeConfig()
+    assert (rt.mode, rt.block_steps, rt.num_blocks, rt.sync_weights_every) == ("async", 8, 4, 8)
+    assert (rt.num_collectors, rt.collector_threads, rt.learner_threads) == (1, 1, 0)
+    for field, value in [("mode", "threads"), ("num_blocks", 1), ("block_steps", 0), ("sync_weights_every", 0),
                          ("collector_threads", 0), ("learner_threads", -1)]:
-        with pytest.raises(ValueError, match=f"FlashSACConfig.{field}"):
-            FlashSACConfig(**{field: value})
+        with pytest.raises(ValueError, match=f"runtime.{field}"):
+            RuntimeConfig(**{field: value})
     with pytest.raises(ValueError, match="divisible"):
-        FlashSACConfig(num_envs=10, num_collectors=3, runtime="async")
-    FlashSACConfig(num_envs=10, collector_shards=3)  # the sync runtime has no shards
+        RuntimeConfig(num_collectors=3, collector_shards=1, mode="async").check_num_envs(10)
+    RuntimeConfig(collector_shards=3, mode="sync").check_num_envs(10)  # the sync runtime has no shards
+    with pytest.raises(ValueError, match="runtime.cuda_graph=true: FlashSAC does not capture"):
+        make_flashsac(PointEnv(num_envs=8), cuda_graph=True)
 
 
 def test_make_runner_follows_the_runtime(make_env):
-    make_runner = get_algorithm("flashsac").item.make_runner
     env = make_env(num_envs=8)
-    assert type(make_runner(env, make_flashsac(env))) is OffPolicyRunner
-    agent = make_flashsac(env, runtime="async")
-    assert isinstance(agent, AsyncLearner) and missing_async_members(agent) == []
-    assert type(make_runner(env, agent, env_fn=make_point_env, env_seed=1)) is AsyncOffPolicyRunner
+    agent = make_flashsac(env)
+    assert type(make_runner(env, agent, agent.runtime)) is OffPolicyRunner
+    agent = make_flashsac(env, mode="async")
+    assert isinstance(agent, Learner) and missing_members(agent) == []
+    assert type(make_runner(env, agent, agent.runtime, env_fn=make_point_env, env_seed=1)) is AsyncOffPolicyRunner
     with pytest.raises(ValueError, match="env_fn"):
-        make_runner(env, agent)
+        make_runner(env, agent, agent.runtime)
 
 
 def test_the_async_runner_names_what_a_learner_lacks(make_env):
@@ -60,13 +62,13 @@ def test_the_async_runner_names_what_a_learner_lacks(make_env):
         cfg = FlashSACConfig()
         num_envs = 8
 
-    with pytest.raises(TypeError, match="lacks num_actions, device.*exploration_policy, store_steps, update"):
+    with pytest.raises(TypeError, match="lacks num_actions, device.*exploration_policy, .*store_steps, update"):
         AsyncOffPolicyRunner(make_point_env, NotALearner())
 
 
 @pytest.mark.parametrize("num_collectors", [1, 2])
 def test_flashsac_trains_async_and_leaves_no_child(num_collectors):
-    agent = make_flashsac(make_point_env(), runtime="async", num_collectors=num_collectors)
+    agent = make_flashsac(make_point_env(), mode="async", num_collectors=num_collectors)
     logged: list[dict[str, float]] = []
     runner = AsyncOffPolicyRunner(make_point_env, agent, seed=1, log_fn=lambda it, m: logged.append(m))
     summary = runner.learn(12)
@@ -88,7 +90,7 @@ def test_async_and_sync_store_the_same_replay_and_reward_scale():
     sync_env = make_point_env()
     sync = make_flashsac(sync_env, learning_starts=100, block_steps=4)  # warm-up actions only
     OffPolicyRunner(sync_env, sync, seed=7).learn(iterations)
-    asyn = make_flashsac(make_point_env(), learning_starts=100, block_steps=4, runtime="async")
+    asyn = make_flashsac(make_point_env(), learning_starts=100, block_steps=4, mode="async")
     AsyncOffPolicyRunner(make_point_env, asyn, seed=7).learn(iterations)
 
     rows = iterations * 8
@@ -110,7 +112,7 @@ def test_async_and_sync_store_the_same_replay_and_reward_scale():
 
 def test_the_collector_copy_acts_like_the_learner_after_a_weight_sync():
     env = make_point_env()
-    agent = make_flashsac(env, runtime="async")
+    agent = make_flashsac(env, mode="async")
     live = agent.exploration_policy()
     obs = torch.linspace(-2.0, 2.0, 16).unsqueeze(-1)  # (16, 1) raw actor observations
     agent.act(obs)  # the learner's held noise now holds a draw: the copy must not inherit it

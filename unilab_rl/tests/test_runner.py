@@ -119,7 +119,7 @@ def test_sac_learns_the_point_task(make_env, make_sac, evaluate) -> None:
     torch.manual_seed(0)
     env = make_env(num_envs=32, seed=0)
     sac = make_sac(
-        env, batch_size=256, num_updates=4, policy_frequency=2, buffer_size_per_env=400, learning_starts=5,
+        env, batch_size=256, num_updates=4, actor_update_period=2, buffer_size_per_env=400, learning_starts=5,
         actor_hidden=(64, 64), critic_hidden=(64, 64), gamma=0.9, actor_lr=1e-3, critic_lr=1e-3,
     )
     def policy(e, obs):

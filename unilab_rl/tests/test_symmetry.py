@@ -96,7 +96,7 @@ def test_symmetry_on_an_env_without_a_mirror_is_a_clear_error(make_sac) -> None:
     with pytest.raises(ValueError, match=r"algo\.symmetry=true: SAC needs an env with a left/right mirror.*PointEnv"):
         make_sac(PointEnv(num_envs=8), symmetry=True)
     with pytest.raises(ValueError, match=r"algo\.symmetry=true: FlashSAC needs"):
-        FlashSAC(PointEnv(num_envs=8), FlashSACConfig(num_envs=8, device="cpu", symmetry=True))
+        FlashSAC(PointEnv(num_envs=8), FlashSACConfig(symmetry=True), "cpu")
 
 
 def test_a_mirror_that_is_not_an_involution_is_refused() -> None:
@@ -133,9 +133,9 @@ def test_sync_and_async_runners_train_with_symmetry_and_agree_on_statistics(make
 def test_flashsac_trains_with_symmetry() -> None:
     env = SymmetricPointEnv(num_envs=8)
     agent = FlashSAC(env, FlashSACConfig(
-        num_envs=8, learning_starts=2, buffer_size_per_env=64, batch_size=32, num_updates=2, actor_hidden_dim=16,
-        critic_hidden_dim=16, actor_num_blocks=1, critic_num_blocks=1, num_bins=21, device="cpu", symmetry=True,
-    ))  # fmt: skip
+        learning_starts=2, buffer_size_per_env=64, batch_size=32, num_updates=2, actor_hidden_dim=16,
+        critic_hidden_dim=16, actor_num_blocks=1, critic_num_blocks=1, num_bins=21, symmetry=True,
+    ), "cpu")  # fmt: skip
     assert agent.mirror is not None
     summary = OffPolicyRunner(env, agent, seed=0).learn(4)
     assert summary.updates > 0

@@ -7,9 +7,10 @@ its config dataclass (validated by the caller), a factory for the agent and a ru
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 from unilab_rl import hookspecs
+from unilab_rl.learner import Learner
 from unilab_rl._plugins import PluginError, PluginRegistry, Registration
 
 
@@ -18,16 +19,20 @@ class AlgorithmSpec:
     """How to build an algorithm.
 
     Attributes:
-        config_cls: stdlib dataclass of the algorithm's settings (attribute docstrings document
-            each field); must have ``num_envs`` and ``max_iterations``.
-        make_agent: ``make_agent(env: VecEnv, cfg, device: torch.device) -> agent``.
-        make_runner: ``make_runner(env, agent, **kwargs) -> runner`` with ``learn(...)``.
+        config_cls: stdlib dataclass of the algorithm's hyperparameters (the ``algo.*`` keys; an
+            attribute docstring documents each field, ``__post_init__`` checks ranges).
+        make_agent: ``make_agent(env, cfg, *, device, runtime, max_iterations) -> Learner``:
+            builds the learner (:class:`unilab_rl.learner.Learner`) for ``env`` on ``device``
+            with the run's execution settings (:class:`unilab_rl.runtime.RuntimeConfig`);
+            ``max_iterations`` is the run's length, for schedules over the run.
         description: one line for ``unilab plugins``.
+
+    Which loop trains it is not the algorithm's choice: :func:`unilab_rl.runner.make_runner`
+    picks the synchronous or asynchronous runner from ``runtime.mode``.
     """
 
     config_cls: type
-    make_agent: Callable[..., Any]
-    make_runner: Callable[..., Any]
+    make_agent: Callable[..., Learner]
     description: str = ""
 
 

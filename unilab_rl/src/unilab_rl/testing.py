@@ -123,3 +123,36 @@ def live_children() -> list[int]:
 
 
 __all__ = ["PointEnv", "live_children"]
+
+
+def make_learner(learner_cls: type, config_cls: type, env, **settings):
+    """Build a learner from one flat set of settings, as scripts and tests write them.
+
+    ``settings`` may mix the algorithm's hyperparameters (fields of ``config_cls``), execution
+    settings (fields of :class:`unilab_rl.runtime.RuntimeConfig`; the runtime defaults to
+    ``mode="sync"`` here), ``device`` (default ``"cpu"``) and ``max_iterations`` (the run length
+    schedules see; default 1000). A key that fits none of them raises ``TypeError`` naming it.
+
+    Example: ``make_learner(SAC, SACConfig, env, batch_size=64, mode="async", device="cpu")``.
+    """
+    import dataclasses
+
+    from unilab_rl.runtime import RuntimeConfig
+
+    algo_fields = {f.name for f in dataclasses.fields(config_cls)}
+    runtime_fields = {f.name for f in dataclasses.fields(RuntimeConfig)}
+    device = settings.pop("device", "cpu")
+    max_iterations = settings.pop("max_iterations", 1000)
+    unknown = sorted(set(settings) - algo_fields - runtime_fields)
+    if unknown:
+        raise TypeError(f"unknown settings for {learner_cls.__name__}: {unknown}")
+    algo = config_cls(**{k: v for k, v in settings.items() if k in algo_fields})
+    runtime = RuntimeConfig(**{"mode": "sync", **{k: v for k, v in settings.items() if k in runtime_fields}})
+    return learner_cls(env, algo, device, runtime, **({"max_iterations": max_iterations}
+                                                       if "max_iterations" in _init_params(learner_cls) else {}))
+
+
+def _init_params(cls: type) -> set[str]:
+    import inspect
+
+    return set(inspect.signature(cls.__init__).parameters)

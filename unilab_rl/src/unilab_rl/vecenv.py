@@ -18,7 +18,6 @@ vector, ``mirrored = x[..., perm] * sign``. The learners' ``symmetry`` setting r
 
 from __future__ import annotations
 
-import logging
 
 from typing import NamedTuple, Protocol, runtime_checkable
 
@@ -81,7 +80,7 @@ class VecEnv(Protocol):
         ...
 
 
-def learner_spaces(env: VecEnv, learner: str, configured_num_envs: int, device: torch.device):
+def learner_spaces(env: VecEnv, learner: str, device: torch.device):
     """Check that ``env`` offers what an off-policy learner needs and return its spaces.
 
     The actor reads the ``"actor"`` group; the critic reads ``"critic"`` when the env has it
@@ -90,7 +89,6 @@ def learner_spaces(env: VecEnv, learner: str, configured_num_envs: int, device: 
     Args:
         env: the vector env.
         learner: the learner's name, for messages (``"SAC"``, ``"FlashSAC"``).
-        configured_num_envs: the config's ``num_envs``; a mismatch is logged (the env's count wins).
         device: where the action bounds are put.
 
     Returns:
@@ -106,10 +104,6 @@ def learner_spaces(env: VecEnv, learner: str, configured_num_envs: int, device: 
         raise ValueError(
             f"env.action_low/high must be ({env.num_actions},), got "
             f"{tuple(env.action_low.shape)} and {tuple(env.action_high.shape)}"
-        )
-    if configured_num_envs != env.num_envs:
-        logging.getLogger(__name__).warning(
-            "%s config num_envs=%d but the env has %d envs; using the env's", learner, configured_num_envs, env.num_envs
         )
     actor_group = "actor"
     critic_group = "critic" if "critic" in env.obs_dims else "actor"

@@ -2,12 +2,10 @@
 exploration noise and replay buffer in one object.
 
 The math lives in :mod:`unilab_rl.algorithms.flashsac.update`; this file holds state and wiring.
-The agent interface is SAC's (:class:`unilab_rl.algorithms.sac.SAC`), so
-:class:`unilab_rl.runner.OffPolicyRunner`, :class:`unilab_rl.async_runtime.AsyncOffPolicyRunner`
-(it is an :class:`~unilab_rl.async_runtime.AsyncLearner`), ``unilab play`` and ``unilab export``
-drive it unchanged.
+It is a :class:`unilab_rl.learner.Learner`, as SAC is, so both runners, ``unilab play`` and
+``unilab export`` drive it unchanged.
 
-Async runtime (``cfg.runtime="async"``): the collector runs a CPU copy of
+Async runtime (``runtime.mode="async"``): the collector runs a CPU copy of
 :meth:`FlashSAC.exploration_policy`. The held exploration noise lives in that copy, on the
 collector's side: it draws k from the truncated Zeta law and fresh Gaussian noise itself (from its
 own seeded RNG) and reuses it for k env steps, exactly as :meth:`FlashSAC.act` does in the sync
@@ -41,6 +39,7 @@ from unilab_rl.algorithms.flashsac.networks import (
 )
 from unilab_rl.device import resolve_device
 from unilab_rl.replay import ReplayBuffer, block_rows
+from unilab_rl.runtime import RuntimeConfig
 from unilab_rl.vecenv import Mirror, VecEnv, learner_mirror, learner_spaces
 
 logger = logging.getLogger(__name__)
@@ -54,7 +53,7 @@ def resolve_compile_mode(mode: str, torch_version: str = torch.__version__) -> s
     machine (torch 2.11) its autotuning kept the first update compiling for more than 5 min
     (191 s of kernel benchmarking in the first 25 rounds alone), so a 100-iteration run did not
     end within 330 s (docs/benchmarks.md, FlashSAC). ``"default"`` compiles without autotuning
-    and without CUDA graphs; ``algo.compile_mode=max-autotune`` restores the official choice.
+    and without CUDA graphs; ``runtime.compile_mode=max-autotune`` restores the official choice.
     """
     if mode != "auto":
         return mode
@@ -74,7 +73,12 @@ class FlashSAC:
     Args:
         env: the vector env (only its sizes, action box and device are read here).
         cfg: hyperparameters; copied, never mutated.
-        device: learner device; ``None`` resolves ``cfg.device``.
+        device: learner device; ``None`` resolves ``"auto"`` (:func:`unilab_rl.device.resolve_device`).
+        runtime: execution settings (``compile``, ``compile_mode``, ``mixed_precision``); ``None``
+            takes :class:`~unilab_rl.runtime.RuntimeConfig`'s defaults. ``cuda_graph=true`` is
+            refused (no whole-step capture for FlashSAC; ``auto`` runs without).
+        max_iterations: the run's length in iterations: the horizon of the cosine learning-rate
+            schedule (:attr:`FlashSACConfig.lr_end`).
 
     Attributes:
         actor, critic, critic_target: :class:`FlashActor`, :class:`CategoricalCritic` (twin, fused).
@@ -93,18 +97,23 @@ class FlashSAC:
     Raises:
         ValueError: the env has no ``"actor"`` group or a malformed action box; ``cfg.symmetry``
             is on and the env has no usable ``mirror``.
-        unilab_rl.device.DeviceUnavailableError: ``cfg.device`` names a missing device.
+            ``runtime.cuda_graph=true``.
+        unilab_rl.device.DeviceUnavailableError: ``device`` names a missing device.
     """
 
-    def __init__(self, env: VecEnv, cfg: FlashSACConfig, device: torch.device | str | None = None) -> None:
+    def __init__(self, env: VecEnv, cfg: FlashSACConfig, device: torch.device | str | None = None,
+                 runtime: RuntimeConfig | None = None, max_iterations: int = 1000) -> None:
         self.cfg = dataclasses.replace(cfg)
         cfg = self.cfg
-        self.device = resolve_device(cfg.device if device is None else device)
+        self.runtime = dataclasses.replace(runtime) if runtime is not None else RuntimeConfig()
+        if self.runtime.cuda_graph is True:
+            raise ValueError("runtime.cuda_graph=true: FlashSAC does not capture CUDA graphs; use auto or false")
+        self.device = resolve_device("auto" if device is None else device)
         self.env_device = torch.device(env.device)
         self.num_envs = env.num_envs
         self.num_actions = env.num_actions
         self.actor_group, self.critic_group, obs_dims, self.action_low, self.action_high = learner_spaces(
-            env, "FlashSAC", cfg.num_envs, self.device
+            env, "FlashSAC", self.device
         )
         if cfg.action_bound is not None:  # squash into the box intersected with [-b, b]
             low = self.action_low.clamp(min=-cfg.action_bound)
@@ -121,12 +130,11 @@ class FlashSAC:
         # follows by EMA from then on and is never projected again.
         self.actor = FlashActor(
             obs_dims[self.actor_group], self.action_low, self.action_high, cfg.actor_hidden_dim,
-            cfg.actor_num_blocks, cfg.expansion, cfg.bn_momentum, cfg.log_std_min, cfg.log_std_max,
-            cfg.entropy_units,
+            cfg.actor_num_blocks, entropy_units=cfg.entropy_units,
         ).to(self.device)  # fmt: skip
         self.critic = CategoricalCritic(
             obs_dims[self.critic_group], self.num_actions, cfg.critic_hidden_dim, cfg.critic_num_blocks,
-            cfg.expansion, cfg.bn_momentum, cfg.num_bins, cfg.v_min, cfg.v_max,
+            num_bins=cfg.num_bins, v_min=-cfg.v_max, v_max=cfg.v_max,
         ).to(self.device)  # fmt: skip
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self._target_params = list(self.critic_target.parameters())
@@ -143,21 +151,44 @@ class FlashSAC:
         )
         # Updates start in the iteration where the buffer first holds learning_starts * N rows.
         first = max(cfg.learning_starts - 1, 0)
-        self.total_updates = max(cfg.max_iterations - first, 1) * cfg.num_updates
+        self.total_updates = max(max_iterations - first, 1) * cfg.num_updates
 
         self.reward_scaler = (
             RewardScaler(cfg.gamma, cfg.normalized_g_max, device=self.device) if cfg.reward_normalization else None
         )
         self.exploration_noise = HeldNoise(
-            self.num_actions, cfg.zeta_exponent, cfg.zeta_max, self.device, enabled=cfg.noise_repeat
+            self.num_actions, device=self.device, enabled=cfg.noise_repeat
         )
         self.replay = ReplayBuffer(cfg.buffer_size_per_env * self.num_envs, obs_dims, self.num_actions, self.device)
 
         self.iteration = 0
         self.num_critic_updates = 0
-        use_amp = cfg.mixed_precision is True or (cfg.mixed_precision == "auto" and self.device.type == "cuda")
+        amp = self.runtime.mixed_precision
+        use_amp = amp is True or (amp == "auto" and self.device.type == "cuda")
         self.autocast_dtype = torch.bfloat16 if use_amp else None
         self._setup_compile()
+
+    # -- What a runner reads (unilab_rl.learner.Learner) ---------------------------------------
+
+    @property
+    def learning_starts(self) -> int:
+        """Iterations of uniform-random actions before the first update (``cfg.learning_starts``)."""
+        return self.cfg.learning_starts
+
+    @property
+    def updates_per_iteration(self) -> int:
+        """Critic updates per iteration (``cfg.num_updates``)."""
+        return self.cfg.num_updates
+
+    @property
+    def batch_size(self) -> int:
+        """Transitions per gradient update (``cfg.batch_size``)."""
+        return self.cfg.batch_size
+
+    @property
+    def cuda_graphs(self) -> bool:
+        """Always False: FlashSAC's updates are not captured as whole-step CUDA graphs."""
+        return False
 
     # -- Acting -----------------------------------------------------------------------------
 
@@ -189,7 +220,7 @@ class FlashSAC:
                 ``None`` draws from the learner device's global RNG.
         """
         if generator is not None:
-            from unilab_rl.algorithms.sac.agent import uniform_actions
+            from unilab_rl.learner import uniform_actions
 
             return uniform_actions(self.action_low.cpu(), self.action_high.cpu(), num, generator).to(self.env_device)
         u = torch.rand(num, self.num_actions, device=self.device)
@@ -321,10 +352,10 @@ class FlashSAC:
     def _setup_compile(self) -> None:
         """Compile the two forward objectives; backward passes run the compiled backward graphs,
         optimizer steps and weight projections stay eager (fused kernels, in-place foreach)."""
-        use = self.cfg.use_compile
+        use = self.runtime.compile
         want = use is True or (use == "auto" and self.device.type == "cuda")
         self.compile_backend = "inductor" if want else "eager"
-        self.compile_mode = resolve_compile_mode(self.cfg.compile_mode)
+        self.compile_mode = resolve_compile_mode(self.runtime.compile_mode)
         self._cudagraphs = want and self.compile_mode in ("reduce-overhead", "max-autotune")
         if want:
             self._critic_objective_fn = torch.compile(self._critic_objective, fullgraph=True, mode=self.compile_mode)
@@ -468,9 +499,10 @@ class FlashSAC:
         self.num_critic_updates = int(state["num_critic_updates"])
 
 
-def make(env: VecEnv, cfg: FlashSACConfig, device: torch.device | str | None = None) -> FlashSAC:
-    """Factory with the uniform algorithm signature ``(env, cfg, device) -> learner``."""
-    return FlashSAC(env, cfg, device)
+def make(env: VecEnv, cfg: FlashSACConfig, *, device: torch.device | str | None = None,
+         runtime: RuntimeConfig | None = None, max_iterations: int = 1000) -> FlashSAC:
+    """The algorithm factory (:attr:`unilab_rl.registry.AlgorithmSpec.make_agent`)."""
+    return FlashSAC(env, cfg, device, runtime, max_iterations)
 
 
 __all__ = ["FlashSAC", "make", "resolve_compile_mode"]

@@ -13,20 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-CompileMode = Literal["auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
-
 
 @dataclass
 class FlashSACConfig:
     """Hyperparameters of :class:`unilab_rl.algorithms.flashsac.FlashSAC` and its runner loop."""
 
-    # -- Scale ------------------------------------------------------------------------------
-    num_envs: int = 1024
-    """Parallel environments the env is built with (the learner takes the env's ``num_envs``).
-    algorithms.md 1.3 and 6: 1024 in the GPU-sim benchmark."""
-    max_iterations: int = 1000
-    """Iterations to train. One iteration = one env step of all envs + its gradient updates. Also
-    the horizon of the cosine learning-rate schedule (:attr:`lr_end`)."""
+    # -- Warm-up --------------------------------------------------------------------------
     learning_starts: int = 100
     """Iterations of uniform-random actions at the start; gradient updates begin once the buffer
     holds ``learning_starts * num_envs`` transitions. 100 at 1024 envs is the paper's 100 k
@@ -45,7 +37,7 @@ class FlashSACConfig:
     ``num_updates * batch_size / num_envs`` = 4); scale it with ``num_envs`` (algorithms.md 6)."""
     actor_update_period: int = 2
     """The actor and temperature are updated on every ``actor_update_period``-th critic update,
-    starting with the first (``actor_update_period`` in ``configs/agent/flashSAC.yaml``: 2)."""
+    starting with the first (``configs/agent/flashSAC.yaml``: 2)."""
 
     # -- Returns and targets ----------------------------------------------------------------
     gamma: float = 0.97
@@ -57,10 +49,9 @@ class FlashSACConfig:
     # -- Categorical critic and reward scaling ----------------------------------------------
     num_bins: int = 101
     """Atoms of each categorical critic (paper: 101)."""
-    v_min: float = -5.0
-    """Lowest atom of the support (paper: ``linspace(-5, 5)``, i.e. -``normalized_G_max``)."""
     v_max: float = 5.0
-    """Highest atom of the support (paper: 5)."""
+    """The critic's support is ``linspace(-v_max, v_max, num_bins)`` (paper: ``linspace(-5, 5)``,
+    i.e. +-``normalized_G_max``)."""
     reward_normalization: bool = True
     """Scale rewards so that discounted returns fit the support (paper: on;
     ``flash_rl/agents/utils/reward_normalization.py``): ``r / max(sqrt(Var G + eps), G_abs_max /
@@ -89,15 +80,8 @@ class FlashSACConfig:
     """Inverted residual blocks of each critic (paper: 2)."""
     critic_hidden_dim: int = 256
     """Critic width h (paper: 256; 512 helped on rough terrain at higher cost)."""
-    expansion: int = 4
-    """Width multiplier inside a block, h -> expansion * h -> h (paper: 4)."""
-    bn_momentum: float = 0.01
-    """Running-statistics rate of the batch norms (official code: 0.01). The input batch norm's
-    running statistics are the deployed observation normalizer."""
-    log_std_min: float = -10.0
-    """Lower bound of the actor's pre-tanh log std (paper: -10)."""
-    log_std_max: float = 2.0
-    """Upper bound of the actor's pre-tanh log std (paper: 2)."""
+    # Fixed by the paper and kept as constants in :mod:`unilab_rl.algorithms.flashsac.networks`:
+    # block expansion 4 (h -> 4h -> h), batch-norm momentum 0.01, pre-tanh log std in [-10, 2].
 
     # -- Entropy and exploration -------------------------------------------------------------
     init_temperature: float = 0.01
@@ -147,10 +131,8 @@ class FlashSACConfig:
     noise_repeat: bool = True
     """Hold the exploration noise for a Zeta-distributed number of env steps (paper: on; off cost
     about 3-7 points on Isaac G1, algorithms.md 1.4). Off: fresh noise every step."""
-    zeta_exponent: float = 2.0
-    """Exponent s of the truncated Zeta law ``P(k) ~ k^-s`` of the repeat length (paper: 2)."""
-    zeta_max: int = 16
-    """Largest repeat length; k is drawn from {1, ..., zeta_max} (paper: 16)."""
+    # The repeat length k is drawn from a truncated Zeta law P(k) ~ k^-2 on {1, ..., 16} (paper;
+    # constants of :mod:`unilab_rl.algorithms.flashsac.exploration`).
 
     # -- Symmetry ---------------------------------------------------------------------------
     symmetry: bool = False
@@ -159,108 +141,28 @@ class FlashSACConfig:
     raw observations are mirrored before the networks' input batch norms, whose batch statistics
     then come from a half-mirrored batch. Not part of the FlashSAC paper; default off."""
 
-    # -- Execution --------------------------------------------------------------------------
-    device: str = "auto"
-    """Learner device: ``"auto"`` (cuda, xpu, mps, then cpu with a warning) or a name such as
-    ``"cuda:1"``; a named device the machine lacks is an error."""
-    mixed_precision: bool | Literal["auto"] = "auto"
-    """bfloat16 autocast of the forward passes: ``"auto"`` on CUDA only. Parameters, optimizer
-    state, losses, the categorical target and the batch-norm statistics stay float32. The paper
-    uses float16 with a GradScaler on GPU simulators; bfloat16 needs no scaler (algorithms.md 6)."""
-    use_compile: bool | Literal["auto"] = "auto"
-    """``torch.compile`` the critic and actor objectives: ``"auto"`` compiles on CUDA only and runs
-    eagerly elsewhere; ``True`` compiles on any device; ``False`` never compiles."""
-    compile_mode: CompileMode = "auto"
-    """``torch.compile`` mode. ``"auto"``: ``"default"`` on torch >= 2.9, ``"reduce-overhead"``
-    before. The official code uses ``"max-autotune"`` on torch >= 2.9 because "reduce-overhead
-    causes 5-10x slowdowns after PyTorch 2.8" (algorithms.md 1.2); on the H200 machine its
-    autotuning held the first update for more than 5 min, so ``"auto"`` avoids both. The update
-    speed of ``"default"`` against ``"max-autotune"`` is not measured yet."""
-
-    # -- Runtime ----------------------------------------------------------------------------
-    runtime: Literal["sync", "async"] = "sync"
-    """``"sync"``: one process alternates collection and learning. ``"async"``: collector processes
-    step the env continuously with a CPU copy of the actor while the learner updates
-    (:class:`unilab_rl.async_runtime.AsyncOffPolicyRunner`, as for SAC); the held exploration noise
-    is drawn and held inside each collector, the batch-norm running statistics travel with the
-    actor weights, the reward scaling stays on the learner. Needs a host-bridge (CPU) env built
-    from a picklable factory. Default ``"sync"`` until measured on the GPU machine."""
-    block_steps: int = 8
-    """Async: env steps per shared-memory block (as :attr:`unilab_rl.algorithms.sac.SACConfig.block_steps`)."""
-    num_blocks: int = 4
-    """Async: blocks in the shared-memory ring (>= 2); the collector runs at most this many blocks
-    ahead of the learner, then waits."""
-    sync_weights_every: int = 8
-    """Async: critic updates between two broadcasts of the actor (weights and batch-norm running
-    statistics) to the collectors."""
-    num_collectors: int = 1
-    """Async: collector processes, each stepping its own shard of ``num_envs / num_collectors``
-    envs (and holding its own exploration noise); ``num_envs`` must be divisible by it."""
-    collector_shards: int = 1
-    """Async: env shards per collector process, each stepped by its own thread with its own policy
-    copy (and held noise); as :attr:`unilab_rl.algorithms.sac.SACConfig.collector_shards`.
-    With ``runtime="async"``, ``num_envs`` must be divisible by ``num_collectors * collector_shards``."""
-    collector_threads: int = 1
-    """Async: torch intra-op threads of each collector's policy inference."""
-    policy_device: Literal["cpu", "learner"] = "cpu"
-    """Async: where each collector evaluates the exploration policy (and draws the held noise):
-    ``"cpu"`` on its own torch threads, ``"learner"`` on the learner's device, the collector then
-    holding its own CUDA context (about 0.5 GB); as
-    :attr:`unilab_rl.algorithms.sac.SACConfig.policy_device`. Default ``"cpu"``: SAC's actor was
-    faster on the learner's GPU (docs/benchmarks.md), FlashSAC's collector policy has not run on
-    CUDA yet."""
-    learner_threads: int = 0
-    """Async: torch intra-op threads of the learner process; 0 = automatic (as for SAC)."""
-
     def __post_init__(self) -> None:
         """Check value ranges.
 
         Raises:
             ValueError: naming the first field out of range and its value.
         """
-        at_least_one = ("num_envs", "max_iterations", "buffer_size_per_env", "batch_size", "num_updates",
-                        "actor_update_period", "actor_num_blocks", "actor_hidden_dim", "critic_num_blocks",
-                        "critic_hidden_dim", "expansion", "zeta_max", "block_steps", "sync_weights_every",
-                        "num_collectors", "collector_shards", "collector_threads")
+        at_least_one = ("buffer_size_per_env", "batch_size", "num_updates", "actor_update_period",
+                        "actor_num_blocks", "actor_hidden_dim", "critic_num_blocks", "critic_hidden_dim")
         for name in at_least_one:
             if getattr(self, name) < 1:
                 raise ValueError(f"FlashSACConfig.{name} must be >= 1, got {getattr(self, name)!r}")
-        for name in ("learning_starts", "learner_threads"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"FlashSACConfig.{name} must be >= 0, got {getattr(self, name)!r}")
-        if self.runtime not in ("sync", "async"):
-            raise ValueError(f"FlashSACConfig.runtime must be 'sync' or 'async', got {self.runtime!r}")
-        if self.policy_device not in ("cpu", "learner"):
-            raise ValueError(
-                f"FlashSACConfig.policy_device must be 'cpu' or 'learner', got {self.policy_device!r}"
-            )
-        if self.num_blocks < 2:
-            raise ValueError(f"FlashSACConfig.num_blocks must be >= 2, got {self.num_blocks!r}")
-        if self.runtime == "async" and self.num_envs % (self.num_collectors * self.collector_shards):  # both >= 1
-            raise ValueError(
-                f"FlashSACConfig.num_envs must be divisible by FlashSACConfig.num_collectors * "
-                f"FlashSACConfig.collector_shards, got num_envs={self.num_envs}, num_collectors={self.num_collectors} "
-                f"and collector_shards={self.collector_shards}"
-            )
+        if self.learning_starts < 0:
+            raise ValueError(f"FlashSACConfig.learning_starts must be >= 0, got {self.learning_starts!r}")
         if self.num_bins < 2:
             raise ValueError(f"FlashSACConfig.num_bins must be >= 2, got {self.num_bins!r}")
-        for name in ("lr", "lr_end", "init_temperature", "temperature_lr_scale", "target_sigma", "normalized_g_max", "zeta_exponent"):
+        for name in ("lr", "lr_end", "init_temperature", "temperature_lr_scale", "target_sigma", "normalized_g_max", "v_max"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"FlashSACConfig.{name} must be > 0, got {getattr(self, name)!r}")
         if not 0.0 <= self.gamma <= 1.0:
             raise ValueError(f"FlashSACConfig.gamma must be in [0, 1], got {self.gamma!r}")
-        for name in ("tau", "bn_momentum"):
-            if not 0.0 < getattr(self, name) <= 1.0:
-                raise ValueError(f"FlashSACConfig.{name} must be in (0, 1], got {getattr(self, name)!r}")
-        if not self.v_min < self.v_max:
-            raise ValueError(f"FlashSACConfig.v_min must be < v_max, got {self.v_min!r} >= {self.v_max!r}")
-        if not self.log_std_min < self.log_std_max:
-            raise ValueError(
-                f"FlashSACConfig.log_std_min must be < log_std_max, got {self.log_std_min!r} >= {self.log_std_max!r}"
-            )
-        for name in ("mixed_precision", "use_compile"):
-            if getattr(self, name) not in (True, False, "auto"):
-                raise ValueError(f"FlashSACConfig.{name} must be True, False or 'auto', got {getattr(self, name)!r}")
+        if not 0.0 < self.tau <= 1.0:
+            raise ValueError(f"FlashSACConfig.tau must be in (0, 1], got {self.tau!r}")
         if self.action_bound is not None and not self.action_bound > 0:
             raise ValueError(
                 f"FlashSACConfig.action_bound must be null (the whole box) or > 0, got {self.action_bound!r}"
@@ -269,9 +171,6 @@ class FlashSACConfig:
             raise ValueError(
                 f"FlashSACConfig.entropy_units must be 'action' or 'squashed', got {self.entropy_units!r}"
             )
-        modes = ("auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-        if self.compile_mode not in modes:
-            raise ValueError(f"FlashSACConfig.compile_mode must be one of {modes}, got {self.compile_mode!r}")
 
 
 __all__ = ["FlashSACConfig"]

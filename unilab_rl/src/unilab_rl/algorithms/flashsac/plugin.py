@@ -17,21 +17,7 @@ def unilab_rl_register_algorithms(register):
         AlgorithmSpec(
             config_cls=FlashSACConfig,
             make_agent=make,
-            make_runner=make_runner,
             description="FlashSAC: batch-norm residual nets, unit-norm weights, twin categorical critics",
         ),
     )
 
-
-def make_runner(env, agent, *, env_fn=None, **kwargs):
-    """The runner ``agent.cfg.runtime`` asks for: :class:`~unilab_rl.runner.OffPolicyRunner`
-    (``"sync"``) or :class:`~unilab_rl.async_runtime.AsyncOffPolicyRunner` (``"async"``, needs
-    ``env_fn``, a picklable env factory for the collector processes); see
-    :func:`unilab_rl.async_runtime.make_off_policy_runner`.
-
-    Raises:
-        ValueError: ``runtime="async"`` without ``env_fn``.
-    """
-    from unilab_rl.async_runtime import make_off_policy_runner
-
-    return make_off_policy_runner(env, agent, env_fn=env_fn, **kwargs)

@@ -20,7 +20,9 @@ from unilab_rl.algorithms.sac.config import SACConfig
 from unilab_rl.algorithms.sac.networks import Actor, Critic, DeterministicPolicy, ExplorationPolicy
 from unilab_rl.device import resolve_device
 from unilab_rl.normalizer import RunningMeanStd, batch_moments
+from unilab_rl.learner import uniform_actions
 from unilab_rl.replay import Batch, ReplayBuffer, block_rows
+from unilab_rl.runtime import RuntimeConfig
 from unilab_rl.vecenv import Mirror, VecEnv, apply_mirror, learner_mirror, learner_spaces
 
 logger = logging.getLogger(__name__)
@@ -38,8 +40,11 @@ class SAC:
     Args:
         env: the vector env to train on (only its sizes, action box and device are read here).
         cfg: hyperparameters; copied, never mutated.
-        device: learner device; ``None`` resolves ``cfg.device`` with
+        device: learner device; ``None`` resolves ``"auto"`` with
             :func:`unilab_rl.device.resolve_device`.
+        runtime: execution settings (``compile``, ``compile_mode``, ``cuda_graph``); ``None``
+            takes :class:`~unilab_rl.runtime.RuntimeConfig`'s defaults. ``mixed_precision=true``
+            is refused: SAC runs in float32 (TF32 matrix products on CUDA).
 
     Attributes:
         actor, critic, critic_target: the networks (:class:`Actor`, :class:`Critic`).
@@ -51,7 +56,9 @@ class SAC:
         iteration: iterations completed, maintained by the runner; saved in checkpoints.
         num_critic_updates: gradient steps taken on the critics so far.
         compile_backend: ``"inductor"`` when the critic and actor objectives run through
-            ``torch.compile`` (mode ``cfg.compile_mode``), ``"eager"`` otherwise.
+            ``torch.compile`` (mode ``runtime.compile_mode``; ``"auto"`` is ``"reduce-overhead"``,
+            FastTD3's choice: its CUDA graphs remove the kernel-launch cost that dominates these
+            small networks), ``"eager"`` otherwise.
         grad_sync: ``None``, or (data-parallel training, :func:`unilab_rl.distributed.attach`) a
             callable run on each optimizer group's parameters between backward and step (critic;
             actor and temperature), outside the compiled objectives.
@@ -65,29 +72,33 @@ class SAC:
     Raises:
         ValueError: the env has no ``"actor"`` group, its action box is malformed, or its sizes
             disagree; ``cfg.symmetry`` is on and the env has no usable ``mirror``.
-        unilab_rl.device.DeviceUnavailableError: ``cfg.device`` names a missing device.
+            ``runtime.cuda_graph=true`` without a CUDA device, or ``runtime.mixed_precision=true``.
+        unilab_rl.device.DeviceUnavailableError: ``device`` names a missing device.
     """
 
-    def __init__(self, env: VecEnv, cfg: SACConfig, device: torch.device | str | None = None) -> None:
+    def __init__(self, env: VecEnv, cfg: SACConfig, device: torch.device | str | None = None,
+                 runtime: RuntimeConfig | None = None) -> None:
         self.cfg = dataclasses.replace(cfg)
         cfg = self.cfg
-        self.device = resolve_device(cfg.device if device is None else device)
-        if cfg.cuda_graph is True and self.device.type != "cuda":
-            raise ValueError(f"SACConfig.cuda_graph=true needs a CUDA learner device, got {self.device}")
+        self.runtime = dataclasses.replace(runtime) if runtime is not None else RuntimeConfig()
+        self.device = resolve_device("auto" if device is None else device)
+        if self.runtime.cuda_graph is True and self.device.type != "cuda":
+            raise ValueError(f"runtime.cuda_graph=true needs a CUDA learner device, got {self.device}")
+        if self.runtime.mixed_precision is True:
+            raise ValueError("runtime.mixed_precision=true: SAC runs in float32; use auto or false")
         # Capture may happen: optimizers keep their step counts on the device (capturable).
-        self._may_capture = cfg.cuda_graph is not False and self.device.type == "cuda"
+        self._may_capture = self.runtime.cuda_graph is not False and self.device.type == "cuda"
         self.env_device = torch.device(env.device)
         self.num_envs = env.num_envs
         self.num_actions = env.num_actions
         self.actor_group, self.critic_group, obs_dims, self.action_low, self.action_high = learner_spaces(
-            env, "SAC", cfg.num_envs, self.device
+            env, "SAC", self.device
         )
         self.mirror: Mirror | None = learner_mirror(env, "SAC", obs_dims, self.device) if cfg.symmetry else None
 
         # Networks and targets.
         self.actor = Actor(
-            obs_dims[self.actor_group], self.action_low, self.action_high, cfg.actor_hidden,
-            cfg.log_std_min, cfg.log_std_max,
+            obs_dims[self.actor_group], self.action_low, self.action_high, cfg.actor_hidden
         ).to(self.device)
         self.critic = Critic(obs_dims[self.critic_group], self.action_low, self.action_high, cfg.critic_hidden).to(
             self.device
@@ -95,7 +106,7 @@ class SAC:
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self._target_params = list(self.critic_target.parameters())
         self._online_params = list(self.critic.parameters())
-        self.log_alpha = torch.tensor(math.log(cfg.init_alpha), device=self.device, requires_grad=True)
+        self.log_alpha = torch.tensor(math.log(cfg.init_temperature), device=self.device, requires_grad=True)
         self.target_entropy = -cfg.target_entropy_scale * self.num_actions
 
         # Optimizers (AdamW everywhere; no weight decay on log_alpha). The fused kernels are
@@ -108,7 +119,7 @@ class SAC:
         self.critic_optimizer = torch.optim.AdamW(
             self.critic.parameters(), lr=cfg.critic_lr, weight_decay=cfg.weight_decay, **opt
         )
-        self.alpha_optimizer = torch.optim.AdamW([self.log_alpha], lr=cfg.alpha_lr, weight_decay=0.0, **opt)
+        self.alpha_optimizer = torch.optim.AdamW([self.log_alpha], lr=cfg.temperature_lr, weight_decay=0.0, **opt)
 
         # Observation normalizers and replay.
         self.obs_normalizers = nn.ModuleDict()
@@ -124,6 +135,23 @@ class SAC:
         self.grad_sync: Callable[[list[torch.Tensor]], None] | None = None
         self.stats_sync: Callable[[torch.Tensor], None] | None = None
         self._setup_compile()
+
+    # -- What a runner reads (unilab_rl.learner.Learner) ---------------------------------------
+
+    @property
+    def learning_starts(self) -> int:
+        """Iterations of uniform-random actions before the first update (``cfg.learning_starts``)."""
+        return self.cfg.learning_starts
+
+    @property
+    def updates_per_iteration(self) -> int:
+        """Critic updates per iteration (``cfg.num_updates``)."""
+        return self.cfg.num_updates
+
+    @property
+    def batch_size(self) -> int:
+        """Transitions per gradient update (``cfg.batch_size``)."""
+        return self.cfg.batch_size
 
     # -- Acting -----------------------------------------------------------------------------
 
@@ -302,13 +330,13 @@ class SAC:
     def _setup_compile(self) -> None:
         """Compile the two forward objectives (each one graph, no breaks); backward passes run the
         compiled backward graphs, optimizer steps stay eager (fused kernels). Under
-        ``cfg.cuda_graph`` the whole steps are captured instead (:class:`_StepGraphs`), so the
+        ``runtime.cuda_graph`` the whole steps are captured instead (:class:`_StepGraphs`), so the
         objectives use the graph-free twin of a CUDA-graph compile mode."""
-        use = self.cfg.use_compile
+        use = self.runtime.compile
         want = use is True or (use == "auto" and self.device.type == "cuda")
         self.compile_backend = "inductor" if want else "eager"
         self._graphs = _StepGraphs() if self._may_capture else None
-        mode = self.cfg.compile_mode
+        mode = "reduce-overhead" if self.runtime.compile_mode == "auto" else self.runtime.compile_mode
         if self._graphs is not None:
             mode = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}.get(mode, mode)
         # CUDA-graph modes need to be told where a training step begins (cudagraph trees).
@@ -322,7 +350,7 @@ class SAC:
 
     @property
     def cuda_graphs(self) -> bool:
-        """True once :meth:`update` replays captured CUDA graphs for both steps (``cfg.cuda_graph``)."""
+        """True once :meth:`update` replays captured CUDA graphs for both steps (``runtime.cuda_graph``)."""
         return self._graphs is not None and self._graphs.captured
 
     def _critic_step(self, batch: Batch) -> torch.Tensor:
@@ -359,11 +387,11 @@ class SAC:
         return torch.stack([loss.detach(), temperature_loss.detach(), info["entropy"], self.log_alpha.detach().exp()])
 
     def update(self) -> dict[str, float]:
-        """Run ``cfg.num_updates`` critic updates (and every ``policy_frequency``-th an actor and
+        """Run ``cfg.num_updates`` critic updates (and every ``actor_update_period``-th an actor and
         temperature update), each on a fresh uniform batch of ``cfg.batch_size`` transitions.
 
         Each critic update is followed by a Polyak update of the target critics. Synchronizes with
-        the device once, at the end. With ``cfg.cuda_graph`` each step is a CUDA-graph replay once
+        the device once, at the end. With ``runtime.cuda_graph`` each step is a CUDA-graph replay once
         captured (:class:`_StepGraphs`).
 
         Returns:
@@ -372,14 +400,14 @@ class SAC:
             ``"Policy/entropy"`` (means) and ``"Policy/alpha"`` (after the last update).
 
         Raises:
-            ValueError: the replay buffer is empty; ``cfg.cuda_graph`` is true with data-parallel
+            ValueError: the replay buffer is empty; ``runtime.cuda_graph`` is true with data-parallel
                 gradient sync (``grad_sync``).
         """
         cfg = self.cfg
         graphs = self._graphs
         if graphs is not None and self.grad_sync is not None:
-            if cfg.cuda_graph is True:
-                raise ValueError("SACConfig.cuda_graph=true cannot capture data-parallel gradient sync; "
+            if self.runtime.cuda_graph is True:
+                raise ValueError("runtime.cuda_graph=true cannot capture data-parallel gradient sync; "
                                  "use cuda_graph=auto (runs eagerly then) or false")
             graphs = None
         if len(self.replay) == 0:
@@ -395,7 +423,7 @@ class SAC:
             else:
                 critic_logs.append(graphs.critic_step(self))
             self.num_critic_updates += 1
-            if self.num_critic_updates % cfg.policy_frequency == 0:
+            if self.num_critic_updates % cfg.actor_update_period == 0:
                 actor_logs.append(self._actor_step(batch) if graphs is None else graphs.actor_step(self))
 
         # One host sync for all metrics of this call.
@@ -459,7 +487,7 @@ class SAC:
 
 
 class _StepGraphs:
-    """The CUDA graphs of :class:`SAC`'s two steps (``SACConfig.cuda_graph``), captured lazily.
+    """The CUDA graphs of :class:`SAC`'s two steps (``runtime.cuda_graph``), captured lazily.
 
     Each step kind (critic; actor + temperature) first runs :data:`WARMUP` times eagerly on a side
     stream, which builds the optimizer state, compiles the objectives and settles the caching
@@ -529,14 +557,11 @@ class _StepGraphs:
         return self._run(agent, "actor", lambda: agent._actor_step(self.batch), may_capture="critic" in self.graphs)
 
 
-def uniform_actions(low: torch.Tensor, high: torch.Tensor, num: int, generator: torch.Generator) -> torch.Tensor:
-    """(num, A) float32 actions uniform in ``[low, high]`` ((A,) CPU tensors), drawn with ``generator``."""
-    return low + (high - low) * torch.rand(num, low.shape[0], generator=generator)
+def make(env: VecEnv, cfg: SACConfig, *, device: torch.device | str | None = None,
+         runtime: RuntimeConfig | None = None, max_iterations: int | None = None) -> SAC:
+    """The algorithm factory (:attr:`unilab_rl.registry.AlgorithmSpec.make_agent`). SAC has no
+    schedule over the run, so ``max_iterations`` is not used."""
+    return SAC(env, cfg, device, runtime)
 
 
-def make(env: VecEnv, cfg: SACConfig, device: torch.device | str | None = None) -> SAC:
-    """Factory with the uniform algorithm signature ``(env, cfg, device) -> learner``."""
-    return SAC(env, cfg, device)
-
-
-__all__ = ["SAC", "make", "uniform_actions"]
+__all__ = ["SAC", "make"]

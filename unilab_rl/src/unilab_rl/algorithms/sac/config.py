@@ -17,12 +17,7 @@ from typing import Literal
 class SACConfig:
     """Hyperparameters of :class:`unilab_rl.algorithms.sac.SAC` and its runner loop."""
 
-    # -- Scale ------------------------------------------------------------------------------
-    num_envs: int = 1024
-    """Parallel environments the env is built with (read by the caller that builds the env;
-    the learner itself takes the env's ``num_envs``). algorithms.md 6: 1024-2048."""
-    max_iterations: int = 1000
-    """Iterations to train. One iteration = one env step of all envs + its gradient updates."""
+    # -- Warm-up --------------------------------------------------------------------------
     learning_starts: int = 10
     """Iterations of uniform-random actions at the start of training; gradient updates begin
     once the buffer holds ``learning_starts * num_envs`` transitions (FastTD3/FastSAC use 10)."""
@@ -36,9 +31,10 @@ class SACConfig:
     num_updates: int = 8
     """Critic updates per iteration (FastSAC: 8; replay ratio = ``num_updates * batch_size /
     num_envs``; keep it at 16-32 when ``num_envs`` changes, algorithms.md 6)."""
-    policy_frequency: int = 4
+    actor_update_period: int = 4
     """Actor (and temperature) updated once every this many critic updates (FastSAC: 4, i.e. 2
-    actor updates per 8 critic updates). Counted across iterations."""
+    actor updates per 8 critic updates; CleanRL calls it ``policy_frequency``). Counted across
+    iterations."""
 
     # -- Returns and targets ----------------------------------------------------------------
     gamma: float = 0.97
@@ -57,8 +53,8 @@ class SACConfig:
     """AdamW learning rate of the actor (FastSAC: 3e-4)."""
     critic_lr: float = 3e-4
     """AdamW learning rate of the critics (FastSAC: 3e-4)."""
-    alpha_lr: float = 3e-4
-    """Adam learning rate of ``log_alpha`` (FastSAC: 3e-4)."""
+    temperature_lr: float = 3e-4
+    """Adam learning rate of the log temperature ``log_alpha`` (FastSAC: 3e-4)."""
     adam_betas: tuple[float, float] = (0.9, 0.95)
     """Adam(W) betas for all three optimizers (FastSAC: (0.9, 0.95))."""
     weight_decay: float = 1e-3
@@ -72,15 +68,14 @@ class SACConfig:
     """Actor MLP widths, each Linear -> LayerNorm -> SiLU (FastSAC: 512-256-128)."""
     critic_hidden: tuple[int, ...] = (768, 384, 192)
     """Widths of each of the two Q MLPs, each Linear -> LayerNorm -> SiLU (FastSAC: 768-384-192)."""
-    log_std_min: float = -5.0
-    """Lower bound of the actor's pre-tanh log std (FastSAC: -5)."""
-    log_std_max: float = 0.0
-    """Upper bound of the actor's pre-tanh log std (FastSAC: 0). With zero-initialized heads the
-    initial log std is the midpoint (-2.5, std 0.08): a small initial sigma (algorithms.md 3)."""
+    # The actor's pre-tanh log std is bounded to [-5, 0] (FastSAC); with zero-initialized heads
+    # the initial log std is the midpoint (-2.5, std 0.08): a small initial sigma
+    # (:class:`unilab_rl.algorithms.sac.networks.Actor`).
 
     # -- Entropy ----------------------------------------------------------------------------
-    init_alpha: float = 1e-3
-    """Initial temperature alpha (FastSAC and UniLab SAC: 1e-3); tuned automatically after."""
+    init_temperature: float = 1e-3
+    """Initial temperature alpha (FastSAC: 1e-3); tuned automatically after towards the entropy
+    target."""
     target_entropy_scale: float = 0.0
     """Target entropy is ``-target_entropy_scale * |A|`` in nats, with the log-probability of the
     action in the env's units (tanh and box Jacobians included). 1.0 is the textbook heuristic
@@ -112,144 +107,29 @@ class SACConfig:
     half is normalized like the data it imitates. Off in code; the g1_walk_flat owner YAML turns it
     on (it halved the time to mean episode length 900 on the GPU machine, docs/benchmarks.md)."""
 
-    # -- Execution --------------------------------------------------------------------------
-    device: str = "auto"
-    """Learner device: ``"auto"`` (cuda, xpu, mps, then cpu with a warning) or a name such as
-    ``"cuda:1"``; a named device the machine lacks is an error."""
-    use_compile: bool | Literal["auto"] = "auto"
-    """``torch.compile`` the update steps: ``"auto"`` compiles on CUDA only and runs eagerly
-    elsewhere; ``True`` compiles on any device; ``False`` never compiles."""
-    compile_mode: Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"] = (
-        "reduce-overhead"
-    )
-    """``torch.compile`` mode when compiling. ``"reduce-overhead"`` (FastTD3's choice) replays CUDA
-    graphs, which removes the kernel-launch cost that dominates these small networks. Measured on
-    one H200 (torch 2.11) at G1 sizes (obs 99/111, 29 actions, batch 8192, 8 critic + 2 actor
-    updates): ``update()`` took 23-28 ms, against 42-62 ms with ``"default"`` and 40-55 ms
-    eager; the first iterations spend 35-50 s compiling. Under ``cuda_graph`` (on by default on
-    CUDA) the whole steps are graphs already, and a CUDA-graph mode runs as its graph-free twin."""
-    cuda_graph: bool | Literal["auto"] = "auto"
-    """Capture each whole gradient step as a CUDA graph and replay it: the critic step (replay
-    sampling, mirroring, the critic objective, its backward pass, the AdamW step and the Polyak
-    update) and the actor step (objective, backward, actor and temperature AdamW steps) become
-    one graph each, so an update costs one launch instead of hundreds (PyTorch, "CUDA Graphs",
-    whole-network capture). The objectives inside still go through ``torch.compile`` when
-    ``use_compile`` says so, with ``compile_mode``'s CUDA-graph modes replaced by their
-    graph-free twins (``"reduce-overhead"`` -> ``"default"``, ``"max-autotune"`` ->
-    ``"max-autotune-no-cudagraphs"``). The first 3 steps of each kind run eagerly on a side
-    stream (they initialize the optimizer state and compile), the 4th is captured. Rows are drawn
-    on the device (:meth:`~unilab_rl.replay.ReplayBuffer.sample_capturable`), so the random
-    stream differs from the eager path's. ``True`` needs a CUDA learner device and no
-    data-parallel gradient sync; ``"auto"`` captures when both hold and runs eagerly otherwise;
-    ``False`` never captures. The optimizers are built ``capturable`` whenever capture may happen
-    (so also for a data-parallel CUDA run under ``"auto"``, which then runs them uncaptured).
-    Measured on one H200 (docs/benchmarks.md, "Whole-step CUDA graphs", G1 sizes, batch 8192, 8
-    critic + 2 actor updates per call): 11.5 ms per ``update()`` against 27.2 ms for
-    ``"reduce-overhead"`` alone, and the same steps as the eager path to float tolerance; a default
-    g1_walk_flat run with it reached the same walking scores as before."""
-
-    # -- Runtime ----------------------------------------------------------------------------
-    runtime: Literal["sync", "async"] = "sync"
-    """``"sync"``: one process alternates collection and learning (debugging, tests).
-    ``"async"``: a collector process steps the env continuously with a CPU copy of the actor while
-    the learner updates (:class:`unilab_rl.async_runtime.AsyncOffPolicyRunner`). Needs a
-    host-bridge (CPU) env built from a picklable factory. Default stays ``"sync"`` until measured
-    on the GPU machine."""
-    block_steps: int = 8
-    """Async: env steps per shared-memory block (a block holds ``block_steps * num_envs``
-    transitions and crosses to the learner in one copy)."""
-    num_blocks: int = 4
-    """Async: blocks in the shared-memory ring (>= 2). The collector runs at most this many blocks
-    ahead of the learner, then waits (backpressure)."""
-    sync_weights_every: int = 8
-    """Async: critic updates between two broadcasts of the actor weights and the actor's
-    observation normalizer to the collector."""
-    num_collectors: int = 1
-    """Async: collector processes. Each builds its own shard of ``num_envs / num_collectors`` envs
-    (own seed, own physics pool of ``sim.nthread / num_collectors`` threads, own CPU actor copy),
-    so one collector's Python overhead and policy inference overlap another's physics. One
-    iteration is still one env step of all ``num_envs`` envs; ``num_envs`` must be divisible by
-    it."""
-    collector_shards: int = 1
-    """Async: env shards per collector process, each stepped by its own thread (so
-    ``num_envs / (num_collectors * collector_shards)`` envs each, own seed, own physics pool with
-    the collector's physics threads). MuJoCo releases the GIL while it steps, so one shard's env
-    code, policy and block writes run while another shard's physics does: the collector's Python
-    work hides behind physics instead of adding to it. The pools oversubscribe the cores by this
-    factor. Each shard draws its policy noise from its own seeded stream, so its data does not
-    depend on thread order. With ``runtime="async"``, ``num_envs`` must be divisible by
-    ``num_collectors * collector_shards``; the sync runtime ignores both."""
-    collector_threads: int = 1
-    """Async: torch intra-op threads of the collector's policy inference (the physics pool has
-    its own threads, ``sim.nthread``)."""
-    policy_device: Literal["cpu", "learner"] = "cpu"
-    """Async: where each collector evaluates the exploration policy. ``"cpu"``: on its own
-    ``collector_threads`` torch threads, with ``CUDA_VISIBLE_DEVICES`` emptied (no CUDA context).
-    ``"learner"``: on the learner's device (e.g. ``cuda:0``; with several ranks each rank's own):
-    the actor observations (N, Da) float32 go there and the actions (N, A) come back every env
-    step, and the collector then creates its own CUDA context (about 0.5 GB of GPU memory).
-    With a CPU learner both are the same. Measured on the GPU machine (docs/benchmarks.md,
-    "Asynchronous runtime", session 7): the 1024-env forward takes 0.7 ms on the H200 against
-    4.9 ms on one CPU thread, and one collector stepped 17 % faster with ``"learner"``, so the SAC
-    owner YAMLs set it. The code default stays ``"cpu"``: no other accelerator was measured."""
-    learner_threads: int = 0
-    """Async: torch intra-op threads of the learner process; 0 = automatic (1 on an accelerator,
-    the cores left after physics and collector on the CPU, at least 1)."""
-    resume: str | None = None
-    """Resume training: ``"latest"`` (newest run of this algo and task under
-    ``training.log_dir``), a run directory or a ``.pt`` checkpoint. Restores networks, optimizers,
-    temperature, normalizers, RNG states and the iteration count; training continues to
-    ``max_iterations``. The replay buffer starts empty."""
-
     def __post_init__(self) -> None:
         """Check value ranges.
 
         Raises:
             ValueError: naming the first field out of range and its value.
         """
-        positive = ("num_envs", "max_iterations", "buffer_size_per_env", "batch_size", "num_updates",
-                    "policy_frequency", "block_steps", "sync_weights_every", "collector_threads",
-                    "num_collectors", "collector_shards")
+        positive = ("buffer_size_per_env", "batch_size", "num_updates", "actor_update_period")
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"SACConfig.{name} must be >= 1, got {getattr(self, name)!r}")
-        nonnegative = ("learning_starts", "weight_decay", "max_grad_norm", "target_entropy_scale",
-                       "learner_threads")
+        nonnegative = ("learning_starts", "weight_decay", "max_grad_norm", "target_entropy_scale")
         for name in nonnegative:
             if getattr(self, name) < 0:
                 raise ValueError(f"SACConfig.{name} must be >= 0, got {getattr(self, name)!r}")
-        for name in ("actor_lr", "critic_lr", "alpha_lr", "init_alpha", "obs_norm_eps", "obs_clip"):
+        for name in ("actor_lr", "critic_lr", "temperature_lr", "init_temperature", "obs_norm_eps", "obs_clip"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"SACConfig.{name} must be > 0, got {getattr(self, name)!r}")
         if not 0.0 <= self.gamma <= 1.0:
             raise ValueError(f"SACConfig.gamma must be in [0, 1], got {self.gamma!r}")
         if not 0.0 < self.tau <= 1.0:
             raise ValueError(f"SACConfig.tau must be in (0, 1], got {self.tau!r}")
-        if not self.log_std_min < self.log_std_max:
-            raise ValueError(
-                f"SACConfig.log_std_min must be < log_std_max, got {self.log_std_min!r} >= {self.log_std_max!r}"
-            )
-        if self.runtime not in ("sync", "async"):
-            raise ValueError(f"SACConfig.runtime must be 'sync' or 'async', got {self.runtime!r}")
-        if self.policy_device not in ("cpu", "learner"):
-            raise ValueError(f"SACConfig.policy_device must be 'cpu' or 'learner', got {self.policy_device!r}")
-        if self.runtime == "async" and self.num_envs % (self.num_collectors * self.collector_shards):
-            raise ValueError(
-                f"SACConfig.num_envs must be divisible by SACConfig.num_collectors * SACConfig.collector_shards, got "
-                f"num_envs={self.num_envs}, num_collectors={self.num_collectors} and "
-                f"collector_shards={self.collector_shards}"
-            )
-        if self.num_blocks < 2:
-            raise ValueError(f"SACConfig.num_blocks must be >= 2, got {self.num_blocks!r}")
         if self.critic_reduction not in ("min", "mean"):
             raise ValueError(f"SACConfig.critic_reduction must be 'min' or 'mean', got {self.critic_reduction!r}")
-        if self.cuda_graph not in (True, False, "auto"):
-            raise ValueError(f"SACConfig.cuda_graph must be true, false or 'auto', got {self.cuda_graph!r}")
-        if self.use_compile not in (True, False, "auto"):
-            raise ValueError(f"SACConfig.use_compile must be True, False or 'auto', got {self.use_compile!r}")
-        modes = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-        if self.compile_mode not in modes:
-            raise ValueError(f"SACConfig.compile_mode must be one of {modes}, got {self.compile_mode!r}")
         if len(self.adam_betas) != 2 or not all(0.0 <= b < 1.0 for b in self.adam_betas):
             raise ValueError(f"SACConfig.adam_betas must be two values in [0, 1), got {self.adam_betas!r}")
         for name in ("actor_hidden", "critic_hidden"):

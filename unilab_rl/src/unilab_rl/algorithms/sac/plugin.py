@@ -17,29 +17,7 @@ def unilab_rl_register_algorithms(register):
         AlgorithmSpec(
             config_cls=SACConfig,
             make_agent=make,
-            make_runner=make_runner,
             description="soft actor-critic: twin critics, target networks, automatic temperature",
         ),
     )
 
-
-def make_runner(env, agent, *, env_fn=None, **kwargs):
-    """The runner ``agent.cfg.runtime`` asks for.
-
-    Args:
-        env: the vector env (used by the synchronous runner).
-        agent: the SAC learner.
-        env_fn: picklable zero-argument env factory, required for ``runtime="async"`` (the
-            collector process builds its own env with it).
-        **kwargs: passed to the runner (``log_fn``, ``checkpoint_fn``, intervals, ``seed``).
-
-    Returns:
-        :class:`~unilab_rl.runner.OffPolicyRunner` or
-        :class:`~unilab_rl.async_runtime.AsyncOffPolicyRunner`.
-
-    Raises:
-        ValueError: ``runtime="async"`` without ``env_fn``.
-    """
-    from unilab_rl.async_runtime import make_off_policy_runner
-
-    return make_off_policy_runner(env, agent, env_fn=env_fn, **kwargs)

@@ -1,0 +1,139 @@
+"""The learner interface: everything a runner or a trainer may call and read on an off-policy learner.
+
+A learner owns its networks, optimizers, observation statistics and replay buffer; a runner
+(:mod:`unilab_rl.runner`, :mod:`unilab_rl.async_runtime`) owns the loop around it. SAC
+(:class:`unilab_rl.algorithms.sac.SAC`) and FlashSAC (:class:`unilab_rl.algorithms.flashsac.FlashSAC`)
+implement :class:`Learner`; a plugin algorithm that implements it trains with either runner, plays
+and exports without changes anywhere else.
+
+Shapes: N envs, A actions, T env steps of an async block, Da the ``"actor"`` observation group's
+width, d any group's width. Observations are raw (unnormalized) float32; the learner normalizes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+from torch import nn
+
+from unilab_rl.runtime import RuntimeConfig
+
+
+@runtime_checkable
+class Learner(Protocol):
+    """An off-policy learner as the runners and trainers use it.
+
+    Attributes:
+        num_envs: N, envs per env step it is fed.
+        num_actions: A.
+        device: where the networks and the replay buffer live.
+        action_low, action_high: (A,) float32 bounds of the env's action box (any device).
+        actor_group: the observation group the actor reads (``"actor"``).
+        replay: the replay buffer, with ``obs_dims`` (group -> d), ``capacity`` and ``len()``.
+        runtime: the execution settings it was built with.
+        iteration: iterations completed (one iteration = one env step of all envs and its
+            updates); the runner advances it, checkpoints save it.
+        learning_starts: iterations of uniform-random actions before the first update.
+        updates_per_iteration: gradient updates of the critic per iteration.
+        batch_size: transitions sampled per gradient update.
+        compile_backend: ``"inductor"`` when its objectives run through ``torch.compile``, else
+            ``"eager"``.
+        cuda_graphs: True once its updates replay captured CUDA graphs.
+    """
+
+    num_envs: int
+    num_actions: int
+    device: torch.device
+    action_low: torch.Tensor
+    action_high: torch.Tensor
+    actor_group: str
+    replay: Any
+    runtime: RuntimeConfig
+    iteration: int
+
+    @property
+    def learning_starts(self) -> int: ...
+
+    @property
+    def updates_per_iteration(self) -> int: ...
+
+    @property
+    def batch_size(self) -> int: ...
+
+    @property
+    def compile_backend(self) -> str: ...
+
+    @property
+    def cuda_graphs(self) -> bool: ...
+
+    def act(self, obs_actor: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
+        """(N, Da) raw actor observations -> (N, A) float32 actions on the env's device: a sample
+        of the exploration policy, or its mean action when ``deterministic``."""
+        ...
+
+    def random_actions(self, num: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """(num, A) float32 actions uniform in the action box (warm-up). With a CPU ``generator``
+        the draw is made on the CPU with it, so that every runtime takes the same warm-up actions."""
+        ...
+
+    def exploration_policy(self) -> nn.Module:
+        """The live collection policy, sharing the learner's weights: (B, Da) raw float32 ->
+        (B, A) float32 sampled actions. The async runtime runs a copy of it in each collector and
+        broadcasts its floating-point ``state_dict`` entries (parameters and buffers such as
+        observation statistics); the copy must draw its noise on its inputs' device and hold no
+        device tensors across pickling."""
+        ...
+
+    def inference_policy(self) -> nn.Module:
+        """The deterministic policy (mean action), sharing weights: (B, Da) raw float32 -> (B, A)
+        float32. Play, evaluation and ONNX export use it."""
+        ...
+
+    def store(self, obs: dict[str, torch.Tensor], actions: torch.Tensor, rewards: torch.Tensor,
+              terminated: torch.Tensor, next_obs: dict[str, torch.Tensor],
+              truncated: torch.Tensor | None = None) -> None:
+        """Store one env step of all envs: obs/next_obs group -> (N, d) (``next_obs`` is the env's
+        pre-reset ``extras["final_obs"]``), actions (N, A), rewards (N,) float32, terminated and
+        truncated (N,) bool."""
+        ...
+
+    def store_steps(self, obs: dict[str, torch.Tensor], actions: torch.Tensor, rewards: torch.Tensor,
+                    terminated: torch.Tensor, next_obs: dict[str, torch.Tensor],
+                    truncated: torch.Tensor | None = None) -> int:
+        """Store T env steps at once, each field with a leading (T, N) shape, as T :meth:`store`
+        calls would. Returns the bytes copied."""
+        ...
+
+    def update(self) -> dict[str, float]:
+        """:attr:`updates_per_iteration` gradient updates; returns scalar metrics (``Loss/*``,
+        ``Critic/*``, ``Policy/*``), every value finite unless training diverged."""
+        ...
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume learning except the replay buffer; tensors, numbers,
+        strings and containers of them only (``torch.load(weights_only=True)`` reads it)."""
+        ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`. Raises ``KeyError`` / ``RuntimeError`` when it does not fit."""
+        ...
+
+
+def uniform_actions(low: torch.Tensor, high: torch.Tensor, num: int, generator: torch.Generator) -> torch.Tensor:
+    """(num, A) float32 actions uniform in ``[low, high]`` ((A,) CPU tensors), drawn with a CPU
+    ``generator``: the warm-up draw. A learner's ``random_actions(num, generator)`` must return
+    exactly this, so that the async collectors (which draw it themselves) and the synchronous
+    runner take the same warm-up actions from one seed."""
+    return low + (high - low) * torch.rand(num, low.shape[0], generator=generator)
+
+
+def missing_members(learner: Any) -> list[str]:
+    """Names of :class:`Learner` members that ``learner`` lacks (empty when it has them all)."""
+    names = [n for n in Learner.__annotations__] + [
+        n for n, v in vars(Learner).items() if not n.startswith("_") and (callable(v) or isinstance(v, property))
+    ]
+    return [n for n in dict.fromkeys(names) if not hasattr(learner, n)]
+
+
+__all__ = ["Learner", "missing_members", "uniform_actions"]
