@@ -11,7 +11,6 @@ import torch
 from unilab_rl import FlashSAC, FlashSACConfig, OffPolicyRunner
 from unilab_rl.algorithms.flashsac.agent import resolve_compile_mode
 from unilab_rl.algorithms.flashsac.networks import UnitLinear
-from unilab_rl.registry import get_algorithm
 
 SMALL = dict(
     num_envs=8, max_iterations=20, learning_starts=2, buffer_size_per_env=64, batch_size=32, num_updates=2,
@@ -43,9 +42,13 @@ def test_compile_mode_auto_follows_the_torch_version():
 
 
 def test_registered_as_flashsac():
-    spec = get_algorithm("flashsac").item
-    assert spec.config_cls is FlashSACConfig
+    from unilab_rl.algorithms.flashsac import plugin
     from unilab_rl.algorithms.flashsac.plugin import make_runner
+
+    registered = {}
+    plugin.unilab_rl_register_algorithms(register=lambda name, spec, **meta: registered.update({name: spec}))
+    spec = registered["flashsac"]
+    assert spec.config_cls is FlashSACConfig
 
     assert spec.make_runner is make_runner  # OffPolicyRunner or AsyncOffPolicyRunner by cfg.runtime
 

@@ -14,7 +14,7 @@ import torch
 
 from unilab_rl import AsyncOffPolicyRunner, FlashSAC, FlashSACConfig, OffPolicyRunner
 from unilab_rl.async_runtime import AsyncLearner, SharedWeights, flat_state, missing_async_members
-from unilab_rl.registry import get_algorithm
+from unilab_rl.algorithms.flashsac.plugin import make_runner
 from unilab_rl.testing import PointEnv, live_children
 
 # Spawned collectors need a picklable, module-level env factory.
@@ -45,7 +45,6 @@ def test_async_config_keys_are_sacs_and_checked():
 
 
 def test_make_runner_follows_the_runtime(make_env):
-    make_runner = get_algorithm("flashsac").item.make_runner
     env = make_env(num_envs=8)
     assert type(make_runner(env, make_flashsac(env))) is OffPolicyRunner
     agent = make_flashsac(env, runtime="async")

@@ -263,10 +263,9 @@ def plugins() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from unilab.plugins import all_registries
+    from unilab.plugins import all_registries, report_failures
 
     table = Table("kind", "name", "distribution", "version", "description")
-    failures = []
     for registry in all_registries():
         try:
             registrations = registry.registrations()
@@ -275,11 +274,9 @@ def plugins() -> None:
         for reg in registrations:
             desc = reg.meta.get("description") or getattr(reg.item, "description", "")
             table.add_row(registry.kind, reg.name, reg.distribution, reg.version, desc)
-        failures += registry.failures
     # Off a terminal (pipes, CI) rich assumes 80 columns; use a wide line so no name wraps.
     Console(width=None if sys.stdout.isatty() else 200).print(table)
-    for failure in failures:
-        typer.echo(f"warning: {failure}", err=True)
+    report_failures()
 
 
 motion_app = typer.Typer(

@@ -24,19 +24,13 @@ import torch
 
 from unilab import ddp, runs
 from unilab.config import ConfigError, build_run_model, owner_config_files, resolve_config
-from unilab.plugins import TASKS
+from unilab.errors import UserError
+from unilab.plugins import ALGORITHMS, BACKENDS, TASKS, lookup
 from unilab_rl.async_runtime import COLLECTOR_PHASES, CollectorDied, collector_policy_device
 from unilab_rl.device import resolve_device
-from unilab_rl.registry import ALGORITHMS
 from unisim import CapabilityError
-from unisim._plugins import PluginError
-from unisim._registry import BACKENDS
 
 log = logging.getLogger(__name__)
-
-
-class UserError(Exception):
-    """A problem with what the user asked for; the CLI prints it as one line, exit code 2."""
 
 
 class TrainingInterrupted(BaseException):
@@ -131,15 +125,6 @@ class _Interrupts:
                 signal.signal(s, h)
 
 
-def _lookup(registry, name: str, flag: str):
-    try:
-        return registry.get(name)
-    except KeyError as exc:
-        raise UserError(f"{flag}: {exc.args[0]}") from None
-    except PluginError as exc:  # strict mode: a broken plugin is fatal, reported as one line
-        raise UserError(f"{flag}: {exc}") from None
-
-
 def seed_everything(seed: int) -> None:
     """Seed Python, numpy and torch (all devices)."""
     random.seed(seed)
@@ -156,9 +141,9 @@ def prepare(algo: str, task: str, sim: str, overrides: list[str], preset: str | 
     Raises:
         UserError: unknown algo/task/backend/preset, unknown key or invalid value.
     """
-    backend_reg = _lookup(BACKENDS, sim, "--sim")
-    algo_reg = _lookup(ALGORITHMS, algo, "--algo")
-    task_reg = _lookup(TASKS, task, "--task")
+    backend_reg = lookup(BACKENDS, sim, "--sim")
+    algo_reg = lookup(ALGORITHMS, algo, "--algo")
+    task_reg = lookup(TASKS, task, "--task")
     model = build_run_model(algo_reg.item.config_cls, task_reg.item.config_cls)
     try:
         files = owner_config_files(task_reg.item.owner_configs, algo, sim, preset)
