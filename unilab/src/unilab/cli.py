@@ -80,6 +80,8 @@ def train(
     ),
 ) -> None:
     """Train a policy and write a run directory under training.log_dir."""
+    from unilab.errors import RunFailed
+    from unilab.runs import os_error_line
     from unilab.train import TrainingInterrupted, UserError
     from unilab.train import train as run_train
     from unilab_rl.async_runtime import CollectorDied
@@ -100,6 +102,10 @@ def train(
     except TrainingInterrupted as exc:
         typer.echo(f"training stopped by {exc}: checkpoint and run_summary.json saved in the run directory", err=True)
         raise typer.Exit(130 if exc.signum == 2 else 143)
+    except RunFailed as exc:
+        _fail(f"training failed: {exc}; status and last checkpoint in {exc.run_dir}", code=1)
+    except OSError as exc:  # before the run could record anything (e.g. a full disk at the start)
+        _fail(f"training failed: {os_error_line(exc)}", code=1)
     if run_dir is None:  # a rank other than 0: rank 0 reports
         return
     typer.echo(f"run directory: {run_dir}")
