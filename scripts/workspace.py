@@ -140,6 +140,7 @@ class Workspace:
 
 
 def _closest(key: str, valid: set[str]) -> str:
+    # mjbatch_uni.did_you_mean(key, valid, n=1); this script runs before any package is installed
     close = difflib.get_close_matches(key, sorted(valid), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

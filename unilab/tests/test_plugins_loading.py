@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from unisim import hookspecs
-from unisim._plugins import DuplicatePluginError, PluginError, PluginRegistry
+from unisim.plugins import DuplicatePluginError, PluginError, PluginRegistry
 from unisim.testing import write_distribution
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,14 +144,43 @@ def test_unknown_name_lists_the_valid_ones(tmp_path, monkeypatch, group):
         make_registry(group).get("b")
 
 
-def test_plugin_modules_of_unisim_and_unilab_rl_are_twins():
-    def body(path: Path) -> str:
-        text = path.read_text()
-        return text[text.index('"""', 3) + 3:]
+def test_one_plugin_loader_and_no_private_imports_across_packages():
+    """The loader exists once (unisim.plugins); a package imports another package's public
+    modules only; unilab_rl, which depends on torch and pluggy alone, imports no other package."""
+    import ast
 
-    assert body(ROOT / "unisim/src/unisim/_plugins.py") == body(
-        ROOT / "unilab_rl/src/unilab_rl/_plugins.py"
-    ), "unisim._plugins and unilab_rl._plugins must stay identical below the docstring"
+    packages = {"mjbatch_uni": "mjbatch_uni", "unisim": "unisim", "unilab_rl": "unilab_rl", "unilab": "unilab"}
+    loaders, problems = [], []
+    for folder, own in packages.items():
+        for path in sorted((ROOT / folder / "src" / own).rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            if any(isinstance(n, ast.ClassDef) and n.name == "PluginRegistry" for n in tree.body):
+                loaders.append(path.relative_to(ROOT).as_posix())
+            for node in ast.walk(tree):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                    [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+                for name in names:
+                    top, *rest = name.split(".")
+                    if top in packages and top != own:
+                        if any(part.startswith("_") for part in rest):
+                            problems.append(f"{path.relative_to(ROOT)} imports private {name}")
+                        if own == "unilab_rl":
+                            problems.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert loaders == ["unisim/src/unisim/plugins.py"]
+    assert problems == []
+
+
+def test_a_plugin_calling_sys_exit_at_import_is_isolated(tmp_path, monkeypatch, group):
+    install(tmp_path, monkeypatch, group, {
+        "good-dist": {"good": GOOD.format(name="a")},
+        "exiting-dist": {"exiting": "import sys\nsys.exit(3)\n"},
+    })
+    reg = make_registry(group)
+    assert reg.names() == ["a"]
+    assert [str(f) for f in reg.failures] == [
+        f"plugin 'exiting' from exiting-dist 1.2.3 (entry-point group '{group}') failed: "
+        "SystemExit: it called sys.exit(3) while loading"
+    ]
 
 
 # ---------------------------------------------------------------- the CLI, as a user runs it
@@ -209,3 +238,63 @@ def test_cli_refuses_a_duplicated_backend_name_naming_both(tmp_path):
         "1.0; uninstall one of them"
     ]
     assert list(tmp_path.glob("logs")) == []
+
+
+@pytest.fixture
+def exiting_backend(tmp_path):
+    write_distribution(tmp_path / "site", "unilab-test-exit", "0.0.1",
+                       entry_points={"unisim": {"exit_sim": "unilab_test_exit_sim"}},
+                       files={"unilab_test_exit_sim.py": "import sys\nsys.exit(3)\n"})
+
+
+EXIT_WARNING = ("warning: plugin 'exit_sim' from unilab-test-exit 0.0.1 (entry-point group 'unisim') failed: "
+                "SystemExit: it called sys.exit(3) while loading")
+
+
+def fake_run(tmp_path: Path) -> Path:
+    """A run directory whose checkpoint holds no weights: play resolves its plugins, then stops."""
+    import json
+
+    import torch
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run_config.json").write_text(json.dumps({"algo": "sac", "task": "g1_walk_flat", "sim": "mujoco"}))
+    torch.save({"agent": {}, "algo": "sac", "task": "g1_walk_flat", "iteration": 1}, run / "model_last.pt")
+    return run
+
+
+@pytest.mark.parametrize("command", ["plugins", "config", "train", "play"])
+def test_every_command_survives_a_plugin_that_exits_and_says_so_once(tmp_path, exiting_backend, command):
+    """A plugin module that calls sys.exit() at import used to end every command silently with
+    its exit code. Each command now goes on and prints the failure as one warning line."""
+    args = {
+        "plugins": ["plugins"],
+        "config": ["config", "--algo", "sac", "--task", "g1_walk_flat"],
+        # a bad key: the command gets past plugin loading, then stops before building anything
+        "train": ["train", "--algo", "sac", "--task", "g1_walk_flat", "algo.no_such_key=1"],
+        "play": ["play", str(fake_run(tmp_path)), "--no-video"],
+    }[command]
+    result = cli(tmp_path, *args)
+    lines = result.stderr.strip().splitlines()
+    assert lines.count(EXIT_WARNING) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    if command in ("plugins", "config"):
+        assert result.returncode == 0, result.stderr
+        assert lines == [EXIT_WARNING]
+        assert ("mujoco" if command == "plugins" else "num_envs:") in result.stdout
+    elif command == "train":
+        assert result.returncode == 2 and lines[-1].startswith("error: unknown key 'algo.no_such_key'")
+    else:
+        assert result.returncode == 2 and lines[-1].startswith("error: ")
+
+
+@pytest.mark.parametrize("command", ["config", "train"])
+def test_train_and_config_print_a_lenient_plugin_failure_once(tmp_path, broken_backend, command):
+    args = ["--algo", "sac", "--task", "g1_walk_flat"] + (["algo.no_such_key=1"] if command == "train" else [])
+    result = cli(tmp_path, command, *args)
+    warning = ("warning: plugin 'broken_sim' from unilab-test-broken 0.0.1 (entry-point group 'unisim') "
+               "failed: ModuleNotFoundError: No module named 'no_such_module_for_test'")
+    lines = result.stderr.strip().splitlines()
+    assert lines[0] == warning and lines.count(warning) == 1, result.stderr
+    assert result.returncode == (0 if command == "config" else 2), result.stderr

@@ -103,7 +103,7 @@ def write_manifest(ws: Path, repo: Path, commit: str) -> Path:
     path = ws / "workspace.toml"
     path.write_text(f"""
 [workspace]
-plugins = ["unisim._registry:BACKENDS"]
+plugins = ["unisim.registry:BACKENDS"]
 
 [packages.unisim_mjstep]
 git = "{repo}"

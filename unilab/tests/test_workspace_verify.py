@@ -112,7 +112,7 @@ requires = {{ fake_contract = {requires_toml} }}
         files = {
             f"prov_{uid}.py": f"CONTRACT_VERSION = {code_contract}\n",
             f"regmod_{uid}.py": (
-                "from unisim import hookspecs\nfrom unisim._plugins import PluginRegistry\n"
+                "from unisim import hookspecs\nfrom unisim.plugins import PluginRegistry\n"
                 f"REGISTRY = PluginRegistry({self.group!r}, hookspecs, "
                 "'unisim_register_backends', 'thing')\n"
             ),

@@ -11,7 +11,6 @@ import torch
 from unilab_rl import FlashSAC, FlashSACConfig, OffPolicyRunner
 from unilab_rl.algorithms.flashsac.agent import resolve_compile_mode
 from unilab_rl.algorithms.flashsac.networks import UnitLinear
-from unilab_rl.registry import get_algorithm
 from unilab_rl.runtime import RuntimeConfig
 from unilab_rl.testing import make_learner
 
@@ -47,11 +46,13 @@ def test_compile_mode_auto_follows_the_torch_version():
 
 
 def test_registered_as_flashsac():
-    spec = get_algorithm("flashsac").item
-    assert spec.config_cls is FlashSACConfig
+    from unilab_rl.algorithms.flashsac import plugin
     from unilab_rl.algorithms.flashsac.agent import make
 
-    assert spec.make_agent is make
+    registered = {}
+    plugin.unilab_rl_register_algorithms(register=lambda name, spec, **meta: registered.update({name: spec}))
+    spec = registered["flashsac"]
+    assert spec.config_cls is FlashSACConfig and spec.make_agent is make
 
 
 def test_acting_shapes_dtypes_and_bounds(make_env):

@@ -9,8 +9,8 @@ import pytest
 
 import unisim
 from unisim import CONTRACT_VERSION, Capabilities, SimBackend
-from unisim._plugins import PluginRegistry
-from unisim._registry import BACKENDS, _validate, contract_problems
+from unisim.plugins import PluginRegistry
+from unisim.registry import BACKENDS, _validate, contract_problems
 from unisim.backends.mujoco import MujocoBackend
 from unisim.hookspecs import hookimpl
 

@@ -23,6 +23,7 @@ from mjbatch_uni.model import (
     computes_cfrc_ext,
     setconst_inputs,
 )
+from mjbatch_uni.names import did_you_mean
 from mjbatch_uni.pack import PackLayout, Packed
 
 __version__ = "0.1.0"
@@ -41,6 +42,7 @@ __all__ = [
     "add_body_sensors",
     "add_cfrc_ext_trigger",
     "available_cores",
+    "did_you_mean",
     "computes_cfrc_ext",
     "setconst_inputs",
     "__version__",

@@ -42,7 +42,6 @@ Memory: a non-persistent batch (the default) keeps one ``MjData`` per *thread* a
 
 from __future__ import annotations
 
-import difflib
 import logging
 import os
 import sys
@@ -55,6 +54,7 @@ from numpy import typing as npt
 
 from mjbatch_uni import pack as _pack
 from mjbatch_uni.model import computes_cfrc_ext, setconst_inputs
+from mjbatch_uni.names import did_you_mean
 
 __all__ = [
     "Batch",
@@ -123,11 +123,6 @@ def available_cores() -> int:
         except OSError:
             cores.add(("cpu", str(cpu)))
     return max(1, len(cores))
-
-
-def _did_you_mean(name: str, names) -> str:
-    close = difflib.get_close_matches(name, list(names), n=3)
-    return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:
@@ -446,7 +441,7 @@ class Batch:
         """(float64 (nworld, n) base rows, first column, per-world field shape) of a field."""
         if name not in DATA_FIELDS:
             raise ValueError(
-                f"unknown field {name!r} to pack{_did_you_mean(name, DATA_FIELDS)}; "
+                f"unknown field {name!r} to pack{did_you_mean(name, DATA_FIELDS)}; "
                 "valid names: mjbatch_uni.DATA_FIELDS"
             )
         if name == "cfrc_ext":

@@ -109,11 +109,9 @@ def add_body_sensors(
     known = [b.name for b in spec.bodies]
     for name in bodies:
         if name not in known:
-            import difflib
+            from mjbatch_uni.names import did_you_mean
 
-            close = difflib.get_close_matches(name, known, n=3)
-            hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
-            raise KeyError(f"unknown body {name!r}{hint}; valid bodies: {', '.join(known)}")
+            raise KeyError(f"unknown body {name!r}{did_you_mean(name, known)}; valid bodies: {', '.join(known)}")
     names = []
     for kind, sensor_type, _ in BODY_SENSOR_KINDS:
         for i, body in enumerate(bodies):

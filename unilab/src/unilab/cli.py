@@ -80,6 +80,8 @@ def train(
     ),
 ) -> None:
     """Train a policy and write a run directory under training.log_dir."""
+    from unilab.errors import RunFailed
+    from unilab.runs import os_error_line
     from unilab.train import TrainingInterrupted, UserError
     from unilab.train import train as run_train
     from unilab_rl.async_runtime import CollectorDied
@@ -100,6 +102,10 @@ def train(
     except TrainingInterrupted as exc:
         typer.echo(f"training stopped by {exc}: checkpoint and run_summary.json saved in the run directory", err=True)
         raise typer.Exit(130 if exc.signum == 2 else 143)
+    except RunFailed as exc:
+        _fail(f"training failed: {exc}; status and last checkpoint in {exc.run_dir}", code=1)
+    except OSError as exc:  # before the run could record anything (e.g. a full disk at the start)
+        _fail(f"training failed: {os_error_line(exc)}", code=1)
     if run_dir is None:  # a rank other than 0: rank 0 reports
         return
     typer.echo(f"run directory: {run_dir}")
@@ -263,10 +269,9 @@ def plugins() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from unilab.plugins import all_registries
+    from unilab.plugins import all_registries, report_failures
 
     table = Table("kind", "name", "distribution", "version", "description")
-    failures = []
     for registry in all_registries():
         try:
             registrations = registry.registrations()
@@ -275,11 +280,9 @@ def plugins() -> None:
         for reg in registrations:
             desc = reg.meta.get("description") or getattr(reg.item, "description", "")
             table.add_row(registry.kind, reg.name, reg.distribution, reg.version, desc)
-        failures += registry.failures
     # Off a terminal (pipes, CI) rich assumes 80 columns; use a wide line so no name wraps.
     Console(width=None if sys.stdout.isatty() else 200).print(table)
-    for failure in failures:
-        typer.echo(f"warning: {failure}", err=True)
+    report_failures()
 
 
 motion_app = typer.Typer(

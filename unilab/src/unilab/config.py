@@ -13,12 +13,12 @@ Sections: ``algo`` (the algorithm's config dataclass), ``env`` (the task's setti
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import typing
 from pathlib import Path
 from typing import Any
 
 import yaml
+from mjbatch_uni import did_you_mean
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 
@@ -129,12 +129,10 @@ def _check_keys(
         key = f"{prefix}{name}"
         if name not in model.model_fields:
             given = _first_leaf(value, key)
-            close = difflib.get_close_matches(given, valid_keys(root), n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
             section = prefix.rstrip(".") or "the top level"
             raise ConfigError(
-                f"unknown key {given!r} in {source}{hint} (valid keys under {section}: "
-                f"{', '.join(sorted(model.model_fields))})"
+                f"unknown key {given!r} in {source}{did_you_mean(given, valid_keys(root), n=1)}; "
+                f"valid keys under {section}: {', '.join(sorted(model.model_fields))}"
             )
         ann = model.model_fields[name].annotation
         if isinstance(ann, type) and issubclass(ann, BaseModel):

@@ -11,9 +11,12 @@ switch), so it is safe in a headless training process.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from unilab.runs import atomic_write
 
 FILENAME = "learning_curve.png"
 
@@ -148,9 +151,9 @@ def write_learning_curve(
                 ax.axhline(targets[tag], ls="--", lw=1.0, color="tab:red")
     fig.suptitle("/".join(run_dir.resolve().parts[-3:]), fontsize=11)
     path = run_dir / filename
-    tmp = path.with_name(path.name + ".tmp")
-    fig.savefig(tmp, dpi=110, format="png")
-    tmp.replace(path)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=110, format="png")
+    atomic_write(path, buffer.getvalue())
     return path
 
 

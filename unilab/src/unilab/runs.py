@@ -3,13 +3,21 @@
 Each holds ``run_config.json`` (resolved config, plugins, workspace pins, git state, hardware),
 ``run_summary.json`` (status and headline numbers, schema in docs/run_summary.md), checkpoints
 (``model_<iteration>.pt``, ``model_last.pt``) and TensorBoard events.
+
+Every file a run keeps (checkpoints, the summary and config, the ONNX policy, the plot) is written
+by :func:`atomic_write`: a reader sees the old file or the new one, never half of one, and a failed
+write (a full disk) leaves no temporary file behind.
 """
 
 from __future__ import annotations
 
+import errno
+import io
 import json
+import logging
 import os
 import platform
+import secrets
 import sys
 import time
 from datetime import datetime
@@ -18,27 +26,110 @@ from typing import Any
 
 import torch
 
+log = logging.getLogger(__name__)
+
 from unilab import METRIC_SCHEMA_VERSION
 
 
 def create_run_dir(log_dir: str | Path, algo: str, task: str, sim: str) -> Path:
-    """Make and return a new run directory; a suffix keeps two runs in one second apart."""
+    """Make and return a new run directory, ``<stamp>_<sim>``, else ``<stamp>_<sim>_2``, ``_3``...
+
+    Each candidate is created with one ``mkdir`` that fails if it exists, so processes starting in
+    the same second never share a directory (no check-then-create race).
+
+    Raises:
+        OSError: the directory cannot be created (permissions, a full disk).
+    """
     stamp = datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
     base = Path(log_dir) / algo / task
-    path = base / f"{stamp}_{sim}"
+    base.mkdir(parents=True, exist_ok=True)
     n = 1
-    while path.exists():
-        n += 1
-        path = base / f"{stamp}_{sim}_{n}"
-    path.mkdir(parents=True)
+    while True:
+        path = base / (f"{stamp}_{sim}" if n == 1 else f"{stamp}_{sim}_{n}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            n += 1
+
+
+def atomic_write(path: str | Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically: written to a temporary file in the same folder,
+    flushed and fsynced, then renamed over ``path`` (POSIX ``rename``). A reader sees the old
+    content or the new, never a part; on any failure the temporary file is removed and ``path``
+    keeps its old content.
+
+    Raises:
+        OSError: the write failed; ``filename`` is ``path`` and ``errno`` the cause (``ENOSPC`` for
+            a full disk), e.g. ``[Errno 28] No space left on device: '.../model_20.pt'``.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        if isinstance(exc, OSError) and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror or os.strerror(exc.errno), str(path)) from exc
+        raise
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte of ``data`` is in ``fd``."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line naming what failed, where and why, e.g. ``"No space left on device (errno 28,
+    ENOSPC): logs/sac/g1_walk_flat/<run>/model_20.pt"``."""
+    code = errno.errorcode.get(exc.errno, "?") if exc.errno is not None else "?"
+    where = f": {exc.filename}" if exc.filename else ""
+    return f"{exc.strerror or exc} (errno {exc.errno}, {code}){where}"
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as indented JSON with :func:`atomic_write`.
+
+    Raises:
+        OSError: as :func:`atomic_write`.
+    """
+    atomic_write(path, (json.dumps(data, indent=2, sort_keys=False, default=str) + "\n").encode())
+
+
+def save_checkpoint(run_dir: Path, iteration: int, payload: dict[str, Any], keep: int) -> Path:
+    """Write ``model_<iteration>.pt`` and ``model_last.pt`` (the same bytes) with
+    :func:`atomic_write`, then delete all but the newest ``keep`` numbered checkpoints.
+
+    Nothing is deleted unless both files were written, so after a failure (a full disk) the
+    previous checkpoints are still there and ``model_last.pt`` is the previous one, loadable.
+
+    Returns:
+        the numbered checkpoint.
+
+    Raises:
+        OSError: a write failed (naming the file and the errno).
+    """
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    data = buffer.getvalue()
+    path = run_dir / f"model_{iteration}.pt"
+    atomic_write(path, data)
+    atomic_write(run_dir / "model_last.pt", data)
+    numbered = sorted(run_dir.glob("model_[0-9]*.pt"), key=lambda p: int(p.stem.split("_")[1]))
+    for old in numbered[:-keep]:
+        old.unlink(missing_ok=True)
     return path
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write ``data`` atomically (temp file + rename), so a crash never leaves half a file."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
-    os.replace(tmp, path)
 
 
 def _repo_root() -> Path | None:
@@ -113,7 +204,25 @@ class RunSummary:
         self.write()
 
     def write(self) -> None:
-        write_json(self.path, self.data)
+        """Write the summary atomically; when that fails (a full disk has no room for a second
+        copy), rewrite the file in place, which reuses its own blocks: a run must leave a
+        summary that says why it ended.
+
+        Raises:
+            OSError: neither write succeeded.
+        """
+        try:
+            write_json(self.path, self.data)
+        except OSError as exc:
+            text = json.dumps(self.data, default=str) + "\n"  # compact: fits in the old file's blocks
+            try:
+                with open(self.path, "w") as f:
+                    f.write(text)
+                    f.flush()
+                    os.fsync(f.fileno())
+            except OSError:
+                raise exc from None
+            log.warning("run_summary.json rewritten in place: %s", os_error_line(exc))
 
 
 def resolve_run_dir(run: str, log_dir: str | Path = "logs") -> Path:

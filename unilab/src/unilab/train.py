@@ -24,19 +24,13 @@ import torch
 
 from unilab import ddp, runs
 from unilab.config import ConfigError, build_run_model, owner_config_files, resolve_config
-from unilab.plugins import TASKS
+from unilab.errors import RunFailed, UserError
+from unilab.plugins import ALGORITHMS, BACKENDS, TASKS, lookup
 from unilab_rl.async_runtime import COLLECTOR_PHASES, CollectorDied, collector_policy_device
 from unilab_rl.device import resolve_device
-from unilab_rl.registry import ALGORITHMS
 from unisim import CapabilityError
-from unisim._plugins import PluginError
-from unisim._registry import BACKENDS
 
 log = logging.getLogger(__name__)
-
-
-class UserError(Exception):
-    """A problem with what the user asked for; the CLI prints it as one line, exit code 2."""
 
 
 class TrainingInterrupted(BaseException):
@@ -131,15 +125,6 @@ class _Interrupts:
                 signal.signal(s, h)
 
 
-def _lookup(registry, name: str, flag: str):
-    try:
-        return registry.get(name)
-    except KeyError as exc:
-        raise UserError(f"{flag}: {exc.args[0]}") from None
-    except PluginError as exc:  # strict mode: a broken plugin is fatal, reported as one line
-        raise UserError(f"{flag}: {exc}") from None
-
-
 def seed_everything(seed: int) -> None:
     """Seed Python, numpy and torch (all devices)."""
     random.seed(seed)
@@ -156,9 +141,9 @@ def prepare(algo: str, task: str, sim: str, overrides: list[str], preset: str | 
     Raises:
         UserError: unknown algo/task/backend/preset, unknown key or invalid value.
     """
-    backend_reg = _lookup(BACKENDS, sim, "--sim")
-    algo_reg = _lookup(ALGORITHMS, algo, "--algo")
-    task_reg = _lookup(TASKS, task, "--task")
+    backend_reg = lookup(BACKENDS, sim, "--sim")
+    algo_reg = lookup(ALGORITHMS, algo, "--algo")
+    task_reg = lookup(TASKS, task, "--task")
     model = build_run_model(algo_reg.item.config_cls, task_reg.item.config_cls)
     try:
         files = owner_config_files(task_reg.item.owner_configs, algo, sim, preset)
@@ -575,18 +560,8 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             "task": task,
             "config": cfg.model_dump(mode="json"),
         }
-        path = run_dir / f"model_{iteration}.pt"
-        tmp = path.with_suffix(".pt.tmp")
-        torch.save(payload, tmp)
-        tmp.replace(path)
-        last = run_dir / "model_last.pt"
-        torch.save(payload, last.with_suffix(".pt.tmp"))
-        last.with_suffix(".pt.tmp").replace(last)
+        path = runs.save_checkpoint(run_dir, iteration, payload, cfg.training.keep_checkpoints)
         state["checkpoint"] = path.name
-        # Keep the newest `training.keep_checkpoints` numbered checkpoints (model_last.pt stays).
-        numbered = sorted(run_dir.glob("model_[0-9]*.pt"), key=lambda p: int(p.stem.split("_")[1]))
-        for old in numbered[: -cfg.training.keep_checkpoints]:
-            old.unlink(missing_ok=True)
         return path
 
     dctx = context["dist"]
@@ -681,6 +656,9 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
         except CollectorDied as exc:
             status, error = "failed", str(exc).splitlines()[0]
             raise
+        except OSError as exc:  # a full disk, say: the machine's fault, named with path and errno
+            status, error = "failed", runs.os_error_line(exc)
+            raise RunFailed(error, run_dir) from exc
         except Exception as exc:
             status, error = "error", f"{type(exc).__name__}: {exc}"
             raise
@@ -692,13 +670,16 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             try:
                 save_checkpoint(state["iteration"])
             except Exception as exc:  # noqa: BLE001 - recorded, the run's own error wins
-                error = (error + "; " if error else "") + f"checkpoint failed: {exc}"
-            writer.flush()
-            writer.close()
+                reason = runs.os_error_line(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+                error = (error + "; " if error else "") + f"final checkpoint not saved: {reason}"
+                if status == "normal_completion":
+                    status = "failed"
+            error = _close_writer(writer, error)  # its flush/close errors never skip the summary
             done_steps = (state["iteration"] - start_iteration) * steps_per_iteration
             stats["env_steps_per_s"] = round(done_steps / elapsed, 1) if elapsed > 0 else None
             cleanup_errors = list(getattr(runner, "cleanup_errors", []))
-            summary.update(
+            _final_summary(
+                summary,
                 status=status,
                 error=error,
                 collector_exitcode=getattr(runner, "collector_exitcode", None),
@@ -712,8 +693,31 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
                 learn_wall_time_s=round(elapsed, 3),
                 **stats,
             )
-            summary.update(plot=_write_plot(run_dir, env.num_envs))  # after the final summary
+            _final_summary(summary, plot=_write_plot(run_dir, env.num_envs))  # after the final summary
+    if status == "failed":  # the final checkpoint could not be saved
+        raise RunFailed(error, run_dir)
     return run_dir
+
+
+def _close_writer(writer, error: str | None) -> str | None:
+    """Flush and close the TensorBoard writer; a failure (a full disk) is appended to ``error``
+    instead of raised, so the final summary is still written."""
+    try:
+        writer.flush()
+        writer.close()
+    except Exception as exc:  # noqa: BLE001 - recorded in the summary
+        reason = runs.os_error_line(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+        error = (error + "; " if error else "") + f"TensorBoard events not written: {reason}"
+    return error
+
+
+def _final_summary(summary, **fields: Any) -> None:
+    """``summary.update(**fields)``; if even that fails, say so on stderr (the run's own error,
+    if any, is what propagates)."""
+    try:
+        summary.update(**fields)
+    except OSError as exc:
+        print(f"error: run_summary.json not written: {runs.os_error_line(exc)}", file=sys.stderr, flush=True)
 
 
 def _make_runner(algo_reg, env, agent, context):

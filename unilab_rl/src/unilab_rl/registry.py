@@ -1,7 +1,11 @@
-"""Algorithm registry: what ``--algo`` names.
+"""What an algorithm plugin registers: :class:`AlgorithmSpec`.
 
 An :class:`AlgorithmSpec` tells a trainer how to build and run an algorithm without knowing it:
-its config dataclass (validated by the caller), a factory for the agent and a runner class.
+its config dataclass (validated by the caller) and a factory for the learner. A plugin
+registers one through the ``unilab_rl_register_algorithms`` hook (:mod:`unilab_rl.hookspecs`); the
+application that trains (unilab) loads the ``unilab_rl`` entry-point group with the one plugin
+loader, :class:`unisim.plugins.PluginRegistry` (``unilab.plugins.ALGORITHMS``). unilab_rl itself
+loads no plugins, so it depends on torch and pluggy only.
 """
 
 from __future__ import annotations
@@ -9,10 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from unilab_rl import hookspecs
 from unilab_rl.learner import Learner
-from unilab_rl._plugins import PluginError, PluginRegistry, Registration
-
 
 @dataclass(frozen=True)
 class AlgorithmSpec:
@@ -36,21 +37,4 @@ class AlgorithmSpec:
     description: str = ""
 
 
-def _validate(name: str, item: object, meta: dict, distribution: str) -> None:
-    if not isinstance(item, AlgorithmSpec):
-        raise PluginError(f"algorithm {name!r} from {distribution} must be an AlgorithmSpec")
-
-
-ALGORITHMS: PluginRegistry[AlgorithmSpec] = PluginRegistry(
-    "unilab_rl", hookspecs, "unilab_rl_register_algorithms", "algorithm", _validate
-)
-
-
-def get_algorithm(name: str) -> Registration[AlgorithmSpec]:
-    """The algorithm called ``name``. Raises KeyError listing the valid names."""
-    return ALGORITHMS.get(name)
-
-
-def list_algorithms() -> list[Registration[AlgorithmSpec]]:
-    """Every registered algorithm with its distribution and version."""
-    return ALGORITHMS.registrations()
+__all__ = ["AlgorithmSpec"]

@@ -16,19 +16,19 @@ from unisim.contract import (
 
 
 def get_backend(name: str):
-    """The registered backend ``name`` (a :class:`unisim._plugins.Registration`).
+    """The registered backend ``name`` (a :class:`unisim.plugins.Registration`).
 
     Raises:
         KeyError: unknown backend; the message lists the installed ones.
     """
-    from unisim._registry import get_backend as _get
+    from unisim.registry import get_backend as _get
 
     return _get(name)
 
 
 def list_backends():
     """Every registered backend with its distribution and version, sorted by name."""
-    from unisim._registry import list_backends as _list
+    from unisim.registry import list_backends as _list
 
     return _list()
 

@@ -37,6 +37,6 @@ def unisim_register_backends(register: Callable[..., None]) -> None:
         The registry refuses, naming the backend and its distribution: a duplicate name (naming
         both distributions), a missing or different contract version, a class that is not a
         complete ``SimBackend`` (an abstract method left) or whose overridden contract methods do
-        not accept the contract's arguments (see :func:`unisim._registry.contract_problems`).
+        not accept the contract's arguments (see :func:`unisim.registry.contract_problems`).
     :returns: nothing (collect-all hook; return values are ignored).
     """

@@ -57,7 +57,8 @@ from unilab.deploy.loading import (
     relative_to_run,
     rollout,
 )
-from unilab.train import UserError
+from unilab.errors import UserError
+from unilab.runs import atomic_write, os_error_line
 
 METADATA_SCHEMA = 1
 OPSET = 17
@@ -337,10 +338,11 @@ def export_onnx(policy: torch.nn.Module, obs_dim: int, path: str | os.PathLike[s
     except Exception as exc:  # noqa: BLE001 - onnx raises its own ValidationError types
         raise ExportError(f"onnx.checker rejected the model: {exc}") from None
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    onnx.save(model, os.fspath(tmp))
-    os.replace(tmp, out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(out, model.SerializeToString())
+    except OSError as exc:
+        raise ExportError(f"{out} not written: {os_error_line(exc)}") from None
     return "passed"
 
 

@@ -21,10 +21,9 @@ from pydantic import BaseModel, ValidationError
 
 from unilab import runs
 from unilab.config import ConfigError, _check_keys, build_run_model, deep_merge, parse_overrides, valid_keys
-from unilab.plugins import TASKS
-from unilab.train import UserError, _algo_config, _lookup
-from unilab_rl.registry import ALGORITHMS
-from unisim._registry import BACKENDS
+from unilab.errors import UserError
+from unilab.plugins import ALGORITHMS, BACKENDS, TASKS, lookup
+from unilab.train import _algo_config
 
 PLAY_OVERRIDES: dict[str, list[str]] = {
     "g1_walk_flat": [
@@ -174,9 +173,9 @@ def run_config(
     algo = payload.get("algo") or saved_run["algo"]
     task = payload.get("task") or saved_run["task"]
     sim = saved_run.get("sim", "mujoco")
-    algo_reg = _lookup(ALGORITHMS, algo, "algorithm of the run")
-    task_reg = _lookup(TASKS, task, "task of the run")
-    backend_reg = _lookup(BACKENDS, sim, "simulator of the run")
+    algo_reg = lookup(ALGORITHMS, algo, "algorithm of the run")
+    task_reg = lookup(TASKS, task, "task of the run")
+    backend_reg = lookup(BACKENDS, sim, "simulator of the run")
 
     model = build_run_model(algo_reg.item.config_cls, task_reg.item.config_cls)
     saved = payload.get("config") or saved_run.get("config") or {}

@@ -57,7 +57,6 @@ Backend options (``SimSpec.options``):
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 import mujoco
@@ -65,6 +64,7 @@ import numpy as np
 import torch
 
 import mjbatch_uni
+from mjbatch_uni import did_you_mean
 from unisim.contract import Capabilities, CapabilityError, SimBackend, SimSpec
 
 __all__ = ["MujocoBackend"]
@@ -78,11 +78,6 @@ _OPTIONS: dict[str, Any] = {
     "persistent": bool,
     "pin_memory": bool,
 }
-
-
-def _did_you_mean(name: str, names: list[str]) -> str:
-    close = difflib.get_close_matches(name, names, n=3)
-    return f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
 
 
 class MujocoBackend(SimBackend):
@@ -211,7 +206,7 @@ class MujocoBackend(SimBackend):
         for key, value in options.items():
             if key not in _OPTIONS:
                 raise ValueError(
-                    f"unknown mujoco backend option {key!r}{_did_you_mean(key, list(_OPTIONS))};"
+                    f"unknown mujoco backend option {key!r}{did_you_mean(key, list(_OPTIONS))};"
                     f" valid options: {', '.join(_OPTIONS)}"
                 )
             kind = _OPTIONS[key]
@@ -369,7 +364,7 @@ class MujocoBackend(SimBackend):
         self._check_open()
         if name not in self._sensors:
             raise KeyError(
-                f"unknown sensor {name!r}{_did_you_mean(name, self.sensor_names)}; "
+                f"unknown sensor {name!r}{did_you_mean(name, self.sensor_names)}; "
                 f"valid sensors: {', '.join(self.sensor_names) or '(none)'}"
             )
         adr, dim = self._sensors[name]
@@ -471,7 +466,7 @@ class MujocoBackend(SimBackend):
             return self._all_body_names.index(name)
         except ValueError:
             raise KeyError(
-                f"unknown body {name!r}{_did_you_mean(name, self._all_body_names)}; "
+                f"unknown body {name!r}{did_you_mean(name, self._all_body_names)}; "
                 f"valid bodies: {', '.join(self._all_body_names)}"
             ) from None
 

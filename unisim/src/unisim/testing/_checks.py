@@ -246,7 +246,7 @@ def _unchanged(check: str, what: str, before: dict, after: dict, rows: list[int]
 
 # ------------------------------------------------------------------------------ checks
 def check_declarations(t: Target) -> None:
-    from unisim._registry import contract_problems
+    from unisim.registry import contract_problems
 
     c = "declarations"
     cls = t.backend_cls

@@ -20,7 +20,7 @@ def write_distribution(
 
     Put ``site`` on ``sys.path`` (``monkeypatch.syspath_prepend``, or ``PYTHONPATH`` for a
     subprocess) and :mod:`importlib.metadata` finds the distribution and its entry points, so a
-    :class:`unisim._plugins.PluginRegistry` loads its plugins like installed ones.
+    :class:`unisim.plugins.PluginRegistry` loads its plugins like installed ones.
 
     Args:
         site: folder to write into (created if missing).

@@ -1,4 +1,4 @@
-"""The backend registry behind :func:`unisim.get_backend` (private; use the façade).
+"""The backend registry: :data:`BACKENDS`, behind :func:`unisim.get_backend`.
 
 Every registration is checked against the contract this unisim implements before it is accepted,
 so that a backend built for another contract is refused when plugins load (``unilab plugins``,
@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 
 from unisim import hookspecs
-from unisim._plugins import PluginError, PluginRegistry, Registration
+from unisim.plugins import PluginError, PluginRegistry, Registration
 from unisim.contract import CONTRACT_VERSION, Capabilities, SimBackend
 
 # Public methods and properties of the contract, checked on every backend class.

@@ -1,12 +1,16 @@
-"""Entry-point plugin loading: lazy, once, each plugin isolated.
+"""Entry-point plugin loading: lazy, once, each plugin isolated. The one plugin loader of UniLab.
 
-A generic piece shared in spirit by unisim, unilab_rl and unilab (each package keeps its own copy of
-this small module so that dependencies still point one way; unilab reuses unisim's).
+Each plugin is a module named by an entry point in a group. It is imported on first use of the
+registry, and its hook implementation is called with a ``register`` callable. A plugin that fails to
+import or to register (an exception, or ``sys.exit()`` at import) is recorded in
+:attr:`PluginRegistry.failures` with its distribution, version and error; with
+``UNILAB_STRICT_PLUGINS=1`` the failure is raised instead.
 
-Each plugin is a module named by an entry point in the package's group. It is imported on first use
-of the registry, and its hook implementation is called with a ``register`` callable. A plugin that
-fails to import or to register is recorded in :attr:`PluginRegistry.failures` with its distribution,
-version and error; with ``UNILAB_STRICT_PLUGINS=1`` the failure is raised instead.
+unisim's backend registry (:data:`unisim.registry.BACKENDS`) is built on it, and unilab builds its
+algorithm and task registries on it (``unilab.plugins``). unilab_rl needs no registry of its own: it
+defines the algorithm hook (:mod:`unilab_rl.hookspecs`) and what a plugin registers
+(:class:`unilab_rl.registry.AlgorithmSpec`), and the application that loads algorithms (unilab)
+owns the registry. So the loader lives in one place and no dependency points from unilab_rl to unisim.
 """
 
 from __future__ import annotations
@@ -21,6 +25,11 @@ from typing import Any, Callable, Generic, TypeVar
 import pluggy
 
 T = TypeVar("T")
+
+_ISOLATED = (Exception, SystemExit)
+"""What a plugin may raise while it loads without taking the process down: any error, and
+``SystemExit`` (a plugin module that calls ``sys.exit()`` at import). ``KeyboardInterrupt`` still
+stops the process."""
 
 STRICT_ENV = "UNILAB_STRICT_PLUGINS"
 
@@ -148,7 +157,7 @@ class PluginRegistry(Generic[T]):
                 version = ep.dist.version if ep.dist is not None else "?"
                 try:
                     module = ep.load()
-                except Exception as exc:  # noqa: BLE001 - isolate every plugin
+                except _ISOLATED as exc:  # noqa: BLE001 - isolate every plugin
                     self.failures.append(
                         PluginFailure(self.group, ep.name, dist, version, _short(exc))
                     )
@@ -189,7 +198,7 @@ class PluginRegistry(Generic[T]):
                 self._add(item_name, item, meta, distribution, version)
 
             impl(register=register)
-        except Exception as exc:  # noqa: BLE001 - isolate every plugin
+        except _ISOLATED as exc:  # noqa: BLE001 - isolate every plugin
             error = str(exc) if isinstance(exc, PluginError) else _short(exc)
             self.failures.append(PluginFailure(self.group, name, distribution, version, error))
 
@@ -246,6 +255,8 @@ class PluginRegistry(Generic[T]):
 
 def _short(exc: BaseException) -> str:
     """``Type: message`` of an exception, on one line."""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit: it called sys.exit({exc.code!r}) while loading"
     last = traceback.format_exception_only(type(exc), exc)[-1].strip()
     return " ".join(last.split())
 
