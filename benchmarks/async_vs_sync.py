@@ -24,15 +24,15 @@ the other in this process:
   one moves and falls them as training does, which costs MuJoCo more solver work per step.
 * ``async``: :class:`unilab_rl.AsyncOffPolicyRunner`, the same; ``steady`` excludes the
   collector's start-up (spawn, imports, env build). With ``--num-collectors 1,2,4`` it runs once
-  per collector count (``algo.num_collectors``; keys ``async`` for 1, ``async_k2``, ``async_k4``...),
+  per collector count (``runtime.num_collectors``; keys ``async`` for 1, ``async_k2``, ``async_k4``...),
   each collector with ``physics // K`` physics threads; ``--collector-shards 1,2`` likewise runs
-  each count of env shards per collector (``algo.collector_shards``, one thread each; keys
+  each count of env shards per collector (``runtime.collector_shards``, one thread each; keys
   ``async_s2``, ``async_k2_s2``...), e.g.
 
     python benchmarks/async_vs_sync.py --num-envs 1024 --iterations 300 --device cuda --num-collectors 1,2,4
 
   With ``--policy-device cpu,learner`` each collector count runs once per place of the
-  collector's policy (``algo.policy_device``: its own CPU threads, or the learner's device with a
+  collector's policy (``runtime.policy_device``: its own CPU threads, or the learner's device with a
   host->device->host copy per env step; keys ``async_learner``, ``async_k2_learner``...), with the
   same thread split, so the rows differ in where the policy runs alone (issue 4), e.g.
 
@@ -85,10 +85,10 @@ def main() -> None:
     parser.add_argument("--num-collectors", default="1",
                         help="async collector processes, a comma-separated list runs each (e.g. 1,2,4)")
     parser.add_argument("--collector-shards", default="1",
-                        help="env shards per async collector (algo.collector_shards, one thread each), a "
+                        help="env shards per async collector (runtime.collector_shards, one thread each), a "
                              "comma-separated list runs each (e.g. 1,2)")
     parser.add_argument("--policy-device", default="cpu",
-                        help="where async collectors act (algo.policy_device), a comma-separated list runs each "
+                        help="where async collectors act (runtime.policy_device), a comma-separated list runs each "
                              "(e.g. cpu,learner)")
     parser.add_argument("--preset", default="laptop")
     parser.add_argument("--set", action="append", default=[], help="extra key=value override (repeatable)")
@@ -112,15 +112,17 @@ def main() -> None:
     if not policy_devices or bad:
         parser.error(f"--policy-device: each must be cpu or learner, got {bad or args.policy_device!r}")
 
-    from unilab.train import _algo_config, prepare, seed_everything, thread_split
+    import dataclasses
+
+    from unilab.build import algo_settings, prepare, seed_everything, thread_split
     from unilab_rl import AsyncOffPolicyRunner, OffPolicyRunner
     from unilab_rl.device import resolve_device
 
-    overrides = [f"algo.num_envs={args.num_envs}", f"algo.max_iterations={max(args.iterations, 1)}",
-                 f"algo.collector_threads={args.collector_threads}",
-                 f"algo.learner_threads={args.learner_threads}", *args.set]
+    overrides = [f"training.num_envs={args.num_envs}", f"training.max_iterations={max(args.iterations, 1)}",
+                 f"runtime.collector_threads={args.collector_threads}",
+                 f"runtime.learner_threads={args.learner_threads}", *args.set]
     if args.block_steps:
-        overrides.append(f"algo.block_steps={args.block_steps}")
+        overrides.append(f"runtime.block_steps={args.block_steps}")
     algo_reg, task_reg, backend_reg, cfg = prepare("sac", "g1_walk_flat", "mujoco", overrides, args.preset or None)
     device = resolve_device(args.device)
     if device.type == "cuda":
@@ -146,21 +148,23 @@ def main() -> None:
     for key, num_collectors, shards, policy_device in runs:
         runtime = "async" if key.startswith("async") or key == "backend" else "sync" if key == "warmup" else key
         seed_everything(cfg.training.seed)
-        algo_cfg = _algo_config(algo_reg, cfg.model_copy(update={"algo": cfg.algo.model_copy(
-            update={"runtime": "async" if runtime == "async" else "sync", "num_collectors": num_collectors,
-                    "collector_shards": shards, "policy_device": policy_device})}))
-        threads = thread_split(algo_cfg.runtime, args.nthread, args.collector_threads, args.learner_threads, device,
+        algo_cfg, run_settings = algo_settings(algo_reg, cfg)
+        run_settings = dataclasses.replace(run_settings, mode="async" if runtime == "async" else "sync",
+                                           num_collectors=num_collectors, collector_shards=shards,
+                                           policy_device=policy_device)
+        threads = thread_split(run_settings.mode, args.nthread, args.collector_threads, args.learner_threads, device,
                                num_collectors)
         if runtime == "async":
             threads |= {"collectors": num_collectors, "collector_shards": shards,
                         "physics_per_collector": args.physics_per_collector
                         or max(1, threads["physics"] // num_collectors)}
-        if algo_cfg.runtime == "sync" and args.learner_threads:  # same learner threads in both runtimes
+        if run_settings.mode == "sync" and args.learner_threads:  # same learner threads in both runtimes
             threads["learner"] = args.learner_threads
         torch.set_num_threads(threads["learner"] or default_threads)
         env = env_fn(threads["physics"])()
         try:
-            agent = algo_reg.item.make_agent(env, algo_cfg, device)
+            agent = algo_reg.item.make_agent(env, algo_cfg, device=device, runtime=run_settings,
+                                             max_iterations=cfg.training.max_iterations)
             if key == "backend":  # the async split's physics threads, as the training run uses
                 env.reset()
                 ctrl = env.robot.joint_pos.clone()

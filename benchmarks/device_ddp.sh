@@ -6,11 +6,11 @@
 #   bash benchmarks/device_ddp.sh OUTDIR [SECONDS=240] [overrides...]
 # Run 1: training.devices=[0] (one learner on cuda:0, all the machine's cores).
 # Run 2: training.devices=[0,1] (two ranks, NCCL, each with half the cores and its own envs:
-#        algo.num_envs per rank, so twice the envs in total).
+#        training.num_envs per rank, so twice the envs in total).
 # Each run's directory comes back as OUTDIR/run_<n>gpu.tgz.
 # Overrides for one run only: env DDP_ARGS_1GPU / DDP_ARGS_2GPU (space-separated key=value), e.g. a
-# shorter algo.max_iterations for the 2-GPU run, which walks sooner.
-# Each run is stopped with SIGINT after SECONDS (or ends at algo.max_iterations if given) (rank 0 writes run_summary.json, status
+# shorter training.max_iterations for the 2-GPU run, which walks sooner.
+# Each run is stopped with SIGINT after SECONDS (or ends at training.max_iterations if given) (rank 0 writes run_summary.json, status
 # interrupted). Prints per run: env steps/s over the whole run (run_summary.json, all ranks,
 # start-up and compile included) and the last progress line's rate (steady state, all ranks).
 set -euo pipefail
@@ -29,16 +29,16 @@ for devices in '[0]' '[0,1]'; do
   echo "== training.devices=$devices for ${secs} s"
   t0=$(date +%s)
   timeout -s INT -k 120 "$secs" python3 -m unilab.cli train --algo sac --task g1_walk_flat --sim mujoco \
-    algo.max_iterations=100000000 training.no_play=true training.log_dir="$logs" \
+    training.max_iterations=100000000 training.no_play=true training.log_dir="$logs" \
     training.devices="$devices" "$@" "${extra[@]}" > "$out/train_${n}gpu.log" 2>&1 || true
   if [ $(( $(date +%s) - t0 )) -lt 90 ]; then
     # A failure within 90 s (e.g. CUDA graphs vs the in-place gradient all-reduce): once more
     # without CUDA graphs, for the rest of the time.
-    echo "== failed after $(( $(date +%s) - t0 )) s; retrying with algo.compile_mode=max-autotune-no-cudagraphs"
+    echo "== failed after $(( $(date +%s) - t0 )) s; retrying with runtime.compile_mode=max-autotune-no-cudagraphs"
     tail -n 30 "$out/train_${n}gpu.log"; mv "$out/train_${n}gpu.log" "$out/train_${n}gpu_failed.log"; rm -rf "$logs"
     timeout -s INT -k 120 $(( secs - $(date +%s) + t0 )) python3 -m unilab.cli train --algo sac --task g1_walk_flat \
-      --sim mujoco algo.max_iterations=100000000 training.no_play=true training.log_dir="$logs" \
-      training.devices="$devices" algo.compile_mode=max-autotune-no-cudagraphs "$@" "${extra[@]}" > "$out/train_${n}gpu.log" 2>&1 || true
+      --sim mujoco training.max_iterations=100000000 training.no_play=true training.log_dir="$logs" \
+      training.devices="$devices" runtime.compile_mode=max-autotune-no-cudagraphs "$@" "${extra[@]}" > "$out/train_${n}gpu.log" 2>&1 || true
   fi
   tail -n 5 "$out/train_${n}gpu.log"
   summary=$(ls "$logs"/sac/g1_walk_flat/*/run_summary.json 2>/dev/null | head -n 1)

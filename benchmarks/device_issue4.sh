@@ -2,7 +2,7 @@
 # Issue 4 on the 2-GPU machine (nvidia-h200-x2), two jobs side by side:
 #   A (GPU 0, cores 0-15): benchmarks/async_vs_sync.py with ASYNC_ARGS (backend alone, then the async rows);
 #   B (GPU 1, cores 16-31): pytest on TESTS (default: unilab_rl/tests/test_agent.py -k cuda), then, unless
-#      UPDATE_MODES is "none", benchmarks/update_speed.py with and without algo.cuda_graph=true.
+#      UPDATE_MODES is "none", benchmarks/update_speed.py with and without runtime.cuda_graph=true.
 # With WALK="overrides" non-empty (and WALK_LIMIT_S, default 420), job B instead trains `unilab train --algo sac
 #   --task g1_walk_flat --sim mujoco` with those overrides, stopped by SIGINT after WALK_LIMIT_S, and packs the
 #   run directory (checkpoints dropped, policy.onnx exported) as OUTDIR/walk.tgz; UPDATE_MODES is then unused.
@@ -30,7 +30,7 @@ jobB() {
   [ "$modes" = none ] && return
   for graph in false true; do
     CUDA_VISIBLE_DEVICES=1 taskset -c 16-31 python3 benchmarks/update_speed.py --device cuda --algos sac \
-      --modes "$modes" --set algo.cuda_graph=$graph --out "$out/update_$graph.json" >"$out/update_$graph.log" 2>&1
+      --modes "$modes" --set runtime.cuda_graph=$graph --out "$out/update_$graph.json" >"$out/update_$graph.log" 2>&1
     echo "[B update cuda_graph=$graph] exit $?" >>"$out/update_$graph.log"
   done
 }

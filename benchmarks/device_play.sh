@@ -8,7 +8,7 @@
 # .whl/: ../shared/scripts/offline-wheels.sh av   (mujoco, pydantic, PyAV and the project's wheels)
 # .gl/:  scripts/fetch-gl-loaders.sh              (libglvnd/libvulkan loaders; the driver is there)
 # Without RUN_DIR it trains a short run with play + export at its end (TRAIN_ARGS, default
-# "--preset laptop algo.max_iterations=20 algo.use_compile=false"), then runs `unilab play latest`
+# "--preset laptop training.max_iterations=20 runtime.compile=false"), then runs `unilab play latest`
 # and `unilab export latest` again, all with MUJOCO_GL=egl. With RUN_DIR it plays and exports that
 # run. OUT_DIR gets: run_summary_train.json (after training), run_summary.json,
 # play.mp4, policy.onnx, check.json (the decoded video's frame count and size, the GL backend and
@@ -64,7 +64,7 @@ if [ -z "$run" ]; then
   logs=$(mktemp -d /tmp/unilab_logs.XXXXXX)
   # shellcheck disable=SC2086 # TRAIN_ARGS is a word list on purpose
   python3 -m unilab.cli train --algo sac --task g1_walk_flat --sim mujoco \
-    ${TRAIN_ARGS:---preset laptop algo.max_iterations=20 algo.use_compile=false} \
+    ${TRAIN_ARGS:---preset laptop training.max_iterations=20 runtime.compile=false} \
     training.no_play=false training.log_dir="$logs" training.progress=false
   run=$(ls -d "$logs"/sac/g1_walk_flat/*/ | sort | tail -n 1)
   cp "$run/run_summary.json" "$out/run_summary_train.json"

@@ -7,10 +7,10 @@
 # Needs .whl (../shared/scripts/offline-wheels.sh av) and .gl (scripts/fetch-gl-loaders.sh).
 # Usage: bash benchmarks/device_walk.sh OUTDIR LIMIT_S "A overrides" "B overrides"
 #   An override string may start with "algo=flashsac " to train another registered algorithm, e.g.
-#   FlashSAC vs SAC side by side: ... "algo=flashsac algo.runtime=async" "".
+#   FlashSAC vs SAC side by side: ... "algo=flashsac runtime.mode=async" "".
 #   "task=NAME " (before or after algo=) trains another task (default g1_walk_flat), e.g.
-#   "algo=flashsac task=g1_motion_tracking algo.runtime=async".
-# An async run that fails within 90 s is repeated with algo.runtime=sync (reported in the log).
+#   "algo=flashsac task=g1_motion_tracking runtime.mode=async".
+# An async run that fails within 90 s is repeated with runtime.mode=sync (reported in the log).
 set -uo pipefail
 out=$1; limit=$2; a=$3; b=$4
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig

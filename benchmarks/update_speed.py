@@ -8,9 +8,9 @@ From the repository root (packages installed), e.g. on the GPU machine:
 For each algorithm x mode, in a fresh Python process (so no compile cache or dynamo state carries
 over from the previous mode; inductor's on-disk cache may), it builds the agent exactly as
 ``unilab train --algo A --task T --sim mujoco`` would (owner YAML, ``--preset``, ``--set``
-overrides; ``algo.compile_mode`` = the mode, ``algo.use_compile=false`` for ``eager``; SAC's
-``algo.cuda_graph`` stays as configured, ``auto`` by default, so on CUDA every mode runs inside
-whole-step CUDA graphs unless ``--set algo.cuda_graph=false``), fills its
+overrides; ``runtime.compile_mode`` = the mode, ``runtime.compile=false`` for ``eager``; SAC's
+``runtime.cuda_graph`` stays as configured, ``auto`` by default, so on CUDA every mode runs inside
+whole-step CUDA graphs unless ``--set runtime.cuda_graph=false``), fills its
 replay buffer with ``learning_starts`` env steps of random transitions (Gaussian observations,
 uniform actions in the action box, rewards N(0, 1), 1 % terminations), then calls
 ``agent.update()``:
@@ -44,23 +44,24 @@ def one(args: argparse.Namespace, algo: str, mode: str) -> dict:
     """Build, fill and time one agent; returns the row (see the module docstring)."""
     import torch
 
-    from unilab.train import _algo_config, prepare, seed_everything
+    from unilab.build import algo_settings, prepare, seed_everything
     from unilab_rl.device import resolve_device
 
     overrides = [f"algo.buffer_size_per_env={args.buffer_per_env}", *args.set]
-    overrides += ["algo.use_compile=false"] if mode == "eager" else ["algo.use_compile=true",
-                                                                     f"algo.compile_mode={mode}"]
+    overrides += ["runtime.compile=false"] if mode == "eager" else ["runtime.compile=true",
+                                                                     f"runtime.compile_mode={mode}"]
     algo_reg, task_reg, backend_reg, cfg = prepare(algo, args.task, "mujoco", overrides, args.preset or None)
     device = resolve_device(args.device)
     if device.type == "cuda":
         torch.set_float32_matmul_precision("high")
     seed_everything(cfg.training.seed)
-    algo_cfg = _algo_config(algo_reg, cfg)
-    n = algo_cfg.num_envs
+    algo_cfg, runtime = algo_settings(algo_reg, cfg)
+    n = cfg.training.num_envs
     env = task_reg.item.make_env(cfg.env, backend_cls=backend_reg.item, num_envs=n, nthread=1,
                                  cpu_ids=None, robot_mjcf=cfg.robot.mjcf, seed=cfg.training.seed)
     try:
-        agent = algo_reg.item.make_agent(env, algo_cfg, device)
+        agent = algo_reg.item.make_agent(env, algo_cfg, device=device, runtime=runtime,
+                                         max_iterations=cfg.training.max_iterations)
         obs_dims = dict(env.obs_dims)
         gen = torch.Generator().manual_seed(0)
         low, high = env.action_low.cpu(), env.action_high.cpu()

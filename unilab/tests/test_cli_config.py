@@ -14,7 +14,7 @@ def config(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_prints_every_layer_resolved():
-    result = config("--algo", "sac", "--task", "g1_walk_flat", "--preset", "laptop", "algo.num_envs=8")
+    result = config("--algo", "sac", "--task", "g1_walk_flat", "--preset", "laptop", "training.num_envs=8")
     assert result.returncode == 0, result.stderr
     cfg = yaml.safe_load(result.stdout)
     assert cfg["algo"]["num_envs"] == 8  # override
@@ -29,4 +29,4 @@ def test_prints_every_layer_resolved():
 def test_bad_key_is_the_train_error():
     result = config("--algo", "sac", "--task", "g1_walk_flat", "algo.num_env=8")
     assert result.returncode == 2
-    assert "did you mean 'algo.num_envs'" in result.stderr and result.stdout == ""
+    assert "did you mean 'training.num_envs'" in result.stderr and result.stdout == ""

@@ -31,7 +31,7 @@ def model():
 
 
 def test_overrides_parse_yaml_values():
-    tree = parse_overrides(["algo.num_envs=8", "training.no_play=true", "env.commands.lin_vel_x=[0, 1]"])
+    tree = parse_overrides(["training.num_envs=8", "training.no_play=true", "env.commands.lin_vel_x=[0, 1]"])
     assert tree == {
         "algo": {"num_envs": 8},
         "training": {"no_play": True},
@@ -41,7 +41,7 @@ def test_overrides_parse_yaml_values():
 
 def test_override_without_equals_is_rejected():
     with pytest.raises(ConfigError, match="key.sub=value"):
-        parse_overrides(["algo.num_envs"])
+        parse_overrides(["training.num_envs"])
 
 
 def test_deep_merge_keeps_untouched_keys():
@@ -49,9 +49,9 @@ def test_deep_merge_keeps_untouched_keys():
 
 
 def test_defaults_and_overrides_are_applied(model):
-    cfg = resolve_config(model, [], ["algo.num_envs=8", "env.rewards.upright=0.5", "training.seed=7"])
-    assert cfg.algo.num_envs == 8
-    assert cfg.algo.max_iterations == 10
+    cfg = resolve_config(model, [], ["training.num_envs=8", "env.rewards.upright=0.5", "training.seed=7"])
+    assert cfg.training.num_envs == 8
+    assert cfg.training.max_iterations == 10
     assert cfg.env.rewards.upright == 0.5
     assert cfg.training.seed == 7
     assert cfg.training.log_dir == "logs"
@@ -61,7 +61,7 @@ def test_unknown_key_names_the_closest_valid_key(model):
     with pytest.raises(ConfigError) as err:
         resolve_config(model, [], ["algo.max_iteration=5"])
     msg = str(err.value)
-    assert "'algo.max_iteration'" in msg and "did you mean 'algo.max_iterations'" in msg
+    assert "'algo.max_iteration'" in msg and "did you mean 'training.max_iterations'" in msg
 
 
 def test_unknown_nested_key(model):
@@ -76,9 +76,9 @@ def test_unknown_section(model):
 
 def test_wrong_type_names_key_value_and_expectation(model):
     with pytest.raises(ConfigError) as err:
-        resolve_config(model, [], ["algo.num_envs=abc"])
+        resolve_config(model, [], ["training.num_envs=abc"])
     msg = str(err.value)
-    assert "algo.num_envs" in msg and "'abc'" in msg and "integer" in msg
+    assert "training.num_envs" in msg and "'abc'" in msg and "integer" in msg
 
 
 def test_constraint_violation_is_reported(model):
@@ -91,10 +91,10 @@ def test_owner_yaml_layers_and_is_checked(tmp_path, model):
     (tmp_path / "sac_mujoco.small.yaml").write_text("algo:\n  num_envs: 4\n")
     files = owner_config_files(tmp_path, "sac", "mujoco", "small")
     cfg = resolve_config(model, files, ["algo.gamma=0.95"])
-    assert (cfg.algo.num_envs, cfg.algo.gamma) == (4, 0.95)
+    assert (cfg.training.num_envs, cfg.algo.gamma) == (4, 0.95)
 
     (tmp_path / "sac_mujoco.bad.yaml").write_text("algo:\n  num_env: 4\n")
-    with pytest.raises(ConfigError, match="sac_mujoco.bad.yaml.*did you mean 'algo.num_envs'"):
+    with pytest.raises(ConfigError, match="sac_mujoco.bad.yaml.*did you mean 'training.num_envs'"):
         resolve_config(model, owner_config_files(tmp_path, "sac", "mujoco", "bad"), [])
 
 

@@ -23,7 +23,7 @@ from unilab.ddp import DevicesError, parse_devices
 
 UNILAB = str(Path(sys.executable).parent / "unilab")
 BASE = [UNILAB, "train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco", "--preset", "laptop",
-        "algo.num_envs=4", "algo.runtime=sync", "algo.batch_size=64", "algo.learning_starts=2",
+        "training.num_envs=4", "runtime.mode=sync", "algo.batch_size=64", "algo.learning_starts=2",
         "algo.buffer_size_per_env=64", "training.log_interval=1", "training.no_play=true",
         "training.devices=cpu:2"]  # fmt: skip
 
@@ -32,7 +32,7 @@ def test_two_cpu_ranks_train_identically_and_only_rank0_writes(tmp_path):
     digests = tmp_path / "digests"
     digests.mkdir()
     env = {**os.environ, "UNILAB_DDP_DIGEST_DIR": str(digests)}
-    cmd = [*BASE, "algo.max_iterations=4", f"training.log_dir={tmp_path / 'logs'}"]
+    cmd = [*BASE, "training.max_iterations=4", f"training.log_dir={tmp_path / 'logs'}"]
     result = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
 
@@ -93,7 +93,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_sigint_to_the_launcher_stops_every_rank(tmp_path):
-    cmd = [*BASE, "algo.max_iterations=100000", f"training.log_dir={tmp_path / 'logs'}"]
+    cmd = [*BASE, "training.max_iterations=100000", f"training.log_dir={tmp_path / 'logs'}"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)  # fmt: skip
     try:

@@ -24,7 +24,7 @@ onnxruntime = pytest.importorskip("onnxruntime")
 UNILAB = str(Path(sys.executable).parent / "unilab")
 OBS_DIM = 103  # g1_walk_flat actor: 99 + the 4 gait-clock columns the SAC owner default turns on
 TINY = [
-    "algo.num_envs=2", "algo.max_iterations=2", "algo.batch_size=16", "algo.num_updates=1",
+    "training.num_envs=2", "training.max_iterations=2", "algo.batch_size=16", "algo.num_updates=1",
     "algo.learning_starts=1", "algo.buffer_size_per_env=8", "sim.nthread=1", "training.device=cpu",
     "training.progress=false", "training.no_play=true",
 ]
@@ -169,10 +169,10 @@ def test_export_command_prints_the_difference(run_dir, tmp_path):
     assert out.exists() and read_metadata(out)["action"]["dim"] == 29
 
 
-@pytest.mark.parametrize("overrides", [["algo.cuda_graph=true"],
-                                       ["algo.runtime=async", "algo.collector_shards=2"]])
+@pytest.mark.parametrize("overrides", [["runtime.cuda_graph=true"],
+                                       ["runtime.mode=async", "runtime.collector_shards=2"]])
 def test_training_only_settings_do_not_stop_a_cpu_rebuild(run_dir, overrides):
-    """algo.cuda_graph=true (valid only for a CUDA learner) and the async runtime's shard counts
+    """runtime.cuda_graph=true (valid only for a CUDA learner) and the async runtime's shard counts
     (which must divide the training env count, not the play env's 1) are training settings: play
     and export rebuild the policy on the CPU for one env all the same."""
     loaded = load_run(str(run_dir), overrides=overrides)  # as the config of a GPU machine's run

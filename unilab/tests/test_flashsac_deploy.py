@@ -21,7 +21,7 @@ onnxruntime = pytest.importorskip("onnxruntime")
 UNILAB = str(Path(sys.executable).parent / "unilab")
 OBS_DIM = 103  # g1_walk_flat actor: 99 + the 4 gait-clock columns the owner YAML turns on
 TINY = [
-    "algo.num_envs=2", "algo.max_iterations=3", "algo.batch_size=16", "algo.num_updates=1",
+    "training.num_envs=2", "training.max_iterations=3", "algo.batch_size=16", "algo.num_updates=1",
     "algo.learning_starts=1", "algo.buffer_size_per_env=8", "algo.actor_hidden_dim=32",
     "algo.critic_hidden_dim=32", "sim.nthread=1", "training.device=cpu", "training.progress=false",
     "training.no_play=true",
@@ -30,7 +30,7 @@ TINY = [
 
 def test_cli_train_flashsac_laptop_preset_completes(tmp_path):
     cmd = [UNILAB, "train", "--algo", "flashsac", "--task", "g1_walk_flat", "--sim", "mujoco", "--preset", "laptop",
-           "algo.max_iterations=5", "training.no_play=true", "sim.nthread=1", f"training.log_dir={tmp_path / 'logs'}"]
+           "training.max_iterations=5", "training.no_play=true", "sim.nthread=1", f"training.log_dir={tmp_path / 'logs'}"]
     result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     (run,) = list((tmp_path / "logs" / "flashsac" / "g1_walk_flat").iterdir())

@@ -202,7 +202,7 @@ def test_train_with_gait_logs_feet_phase(tmp_path):
         "--preset", "laptop",
         "env.gait.enabled=true", "env.rewards.feet_phase=5.0",
         "env.episode_length_s=0.1",  # 5 steps: episodes end, so Episode_Reward/* is logged
-        "algo.max_iterations=8", "algo.num_envs=4", "algo.batch_size=32", "algo.learning_starts=2",
+        "training.max_iterations=8", "training.num_envs=4", "algo.batch_size=32", "algo.learning_starts=2",
         "algo.buffer_size_per_env=64", "sim.nthread=1", "training.log_interval=1",
         "training.no_play=true", f"training.log_dir={tmp_path / 'logs'}",
     ]  # fmt: skip

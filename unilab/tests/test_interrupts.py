@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from unilab.train import TrainingInterrupted, _Interrupts
+from unilab.interrupts import Interrupts as _Interrupts
+from unilab.interrupts import TrainingInterrupted
 
 
 def test_first_signal_waits_for_the_end_of_the_iteration():
@@ -58,7 +59,8 @@ def test_signals_while_closing_are_ignored():
 # row as GNU timeout sends it (to the process, then to its group).
 _TAKEOVER_CHILD = r"""
 import ctypes, os, signal, sys
-from unilab.train import TrainingInterrupted, _Interrupts
+from unilab.interrupts import Interrupts as _Interrupts
+from unilab.interrupts import TrainingInterrupted
 
 class Sigaction(ctypes.Structure):  # glibc's struct sigaction
     _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_ulong * 16),

@@ -174,7 +174,7 @@ def test_a_term_without_a_mirror_rule_is_named():
         env.close()
 
 
-SMALL = ["algo.num_envs=4", "algo.batch_size=64", "algo.num_updates=1", "algo.learning_starts=2",
+SMALL = ["training.num_envs=4", "algo.batch_size=64", "algo.num_updates=1", "algo.learning_starts=2",
          "algo.buffer_size_per_env=64", "algo.actor_hidden=[32,32]", "algo.critic_hidden=[32,32]", "sim.nthread=1",
          "training.log_interval=1", "training.no_play=true", "algo.symmetry=true"]  # fmt: skip
 
@@ -187,7 +187,7 @@ def _train(tmp_path: Path, task: str, *extra: str) -> subprocess.CompletedProces
 
 @pytest.mark.parametrize("runtime", ["sync", "async"])
 def test_training_with_symmetry(tmp_path, runtime):
-    result = _train(tmp_path, "g1_walk_flat", f"algo.runtime={runtime}", "algo.max_iterations=5", "algo.block_steps=2")
+    result = _train(tmp_path, "g1_walk_flat", f"runtime.mode={runtime}", "training.max_iterations=5", "runtime.block_steps=2")
     assert result.returncode == 0, result.stderr[-3000:]
     (run,) = (tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir()
     summary = json.loads((run / "run_summary.json").read_text())
@@ -204,7 +204,7 @@ def test_two_cpu_ranks_train_identically_with_symmetry(tmp_path):
     digests = tmp_path / "digests"
     digests.mkdir()
     cmd = [UNILAB, "train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco", "--preset", "laptop",
-           *SMALL, "algo.runtime=sync", "algo.max_iterations=4", "training.devices=cpu:2",
+           *SMALL, "runtime.mode=sync", "training.max_iterations=4", "training.devices=cpu:2",
            f"training.log_dir={tmp_path / 'logs'}"]  # fmt: skip
     result = subprocess.run(cmd, cwd=tmp_path, env={**os.environ, "UNILAB_DDP_DIGEST_DIR": str(digests)},
                             capture_output=True, text=True, timeout=240)
@@ -224,7 +224,7 @@ def make_env_mirror_critic(cfg: G1WalkFlatConfig):
 
 
 def test_symmetry_on_a_task_without_a_mirror_is_a_one_line_error(tmp_path):
-    result = _train(tmp_path, "g1_motion_tracking", "algo.max_iterations=2")
+    result = _train(tmp_path, "g1_motion_tracking", "training.max_iterations=2")
     assert result.returncode == 2, result.stderr[-3000:]
     message = result.stderr.strip().splitlines()[-1]
     assert "algo.symmetry=true: task 'g1_motion_tracking' does not support symmetry augmentation" in message

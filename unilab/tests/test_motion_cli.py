@@ -22,7 +22,7 @@ def run(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProc
 
 def test_train_laptop_preset_completes(tmp_path):
     result = run("train", "--algo", "sac", "--task", "g1_motion_tracking", "--sim", "mujoco",
-                 "--preset", "laptop", "algo.max_iterations=5", "training.no_play=true",
+                 "--preset", "laptop", "training.max_iterations=5", "training.no_play=true",
                  "sim.nthread=1", f"training.log_dir={tmp_path / 'logs'}", cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr
     (run_dir,) = (tmp_path / "logs" / "sac" / "g1_motion_tracking").iterdir()
@@ -36,7 +36,7 @@ def test_train_laptop_preset_completes(tmp_path):
 
 def test_motion_probe_plays_the_clip_from_an_exported_policy(tmp_path):
     result = run("train", "--algo", "sac", "--task", "g1_motion_tracking", "--sim", "mujoco",
-                 "--preset", "laptop", "algo.max_iterations=3", "algo.num_envs=4", "training.no_play=true",
+                 "--preset", "laptop", "training.max_iterations=3", "training.num_envs=4", "training.no_play=true",
                  "sim.nthread=1", f"training.log_dir={tmp_path / 'logs'}", cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr
     (run_dir,) = (tmp_path / "logs" / "sac" / "g1_motion_tracking").iterdir()
@@ -62,7 +62,7 @@ def test_motion_probe_plays_the_clip_from_an_exported_policy(tmp_path):
 
 
 def test_bad_motion_file_is_one_error_line(tmp_path):
-    result = run("train", "--algo", "sac", "--task", "g1_motion_tracking", "algo.num_envs=1",
+    result = run("train", "--algo", "sac", "--task", "g1_motion_tracking", "training.num_envs=1",
                  f"env.motion.file={tmp_path / 'none.npz'}", f"training.log_dir={tmp_path / 'logs'}",
                  cwd=tmp_path)  # fmt: skip
     assert result.returncode == 2

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from unilab.plots import DEFAULT_PANELS, FILENAME, default_panels, read_scalars, write_learning_curve
-from unilab.train import _write_plot
+from unilab.run_hooks import write_plot as _write_plot
 
 
 def png_size(path: Path) -> tuple[int, int]:

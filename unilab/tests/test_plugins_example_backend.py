@@ -61,7 +61,7 @@ def test_installed_example_trains_with_sim_set_to_its_name(site, tmp_path):
     result = run(
         site, str(BIN / "unilab"), "train", "--algo", "sac", "--task", "g1_walk_flat",
         "--sim", "mjstep",
-        "algo.num_envs=2", "algo.max_iterations=3", "algo.batch_size=32",
+        "training.num_envs=2", "training.max_iterations=3", "algo.batch_size=32",
         "algo.learning_starts=1", "algo.num_updates=1", "algo.buffer_size_per_env=64",
         "env.domain_randomization.enabled=false",  # mjstep does not declare randomization
         "training.log_interval=1", "training.no_play=true",

@@ -18,12 +18,12 @@ from unilab.plots import read_scalars
 UNILAB = str(Path(sys.executable).parent / "unilab")
 ITERATIONS = 12
 ARGS = [
-    "algo.num_envs=4",
+    "training.num_envs=4",
     "algo.batch_size=32",
     "algo.num_updates=1",
     "algo.learning_starts=3",
     "algo.buffer_size_per_env=64",
-    f"algo.max_iterations={ITERATIONS}",
+    f"training.max_iterations={ITERATIONS}",
     "sim.nthread=1",
     "env.episode_length_s=0.1",
     "training.seed=7",

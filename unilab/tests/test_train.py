@@ -16,8 +16,8 @@ import torch
 
 UNILAB = str(Path(sys.executable).parent / "unilab")
 SMALL = [
-    "algo.runtime=sync",  # this file tests the in-process loop; test_train_async*.py the collector
-    "algo.num_envs=4",
+    "runtime.mode=sync",  # this file tests the in-process loop; test_train_async*.py the collector
+    "training.num_envs=4",
     "algo.batch_size=64",
     "algo.num_updates=1",
     "algo.learning_starts=2",
@@ -42,7 +42,7 @@ def only_run_dir(tmp_path: Path) -> Path:
 
 
 def test_short_training_run_writes_a_complete_run_directory(tmp_path):
-    result = train(tmp_path, "algo.max_iterations=6", "training.checkpoint_interval=3")
+    result = train(tmp_path, "training.max_iterations=6", "training.checkpoint_interval=3")
     assert result.returncode == 0, result.stderr
     run = only_run_dir(tmp_path)
     summary = json.loads((run / "run_summary.json").read_text())
@@ -71,7 +71,8 @@ def test_short_training_run_writes_a_complete_run_directory(tmp_path):
 def test_progress_lines_when_stdout_is_not_a_terminal():
     import io
 
-    from unilab.train import _LineProgress, _progress
+    from unilab.progress import LineProgress as _LineProgress
+    from unilab.progress import make_progress as _progress
 
     assert _progress(False, 10) is None
     assert isinstance(_progress(None, 10), _LineProgress)  # pytest captures stdout: not a tty
@@ -96,7 +97,7 @@ def test_progress_lines_when_stdout_is_not_a_terminal():
                                                (signal.SIGTERM, "terminated", 143)])
 def test_signal_stops_with_checkpoint_and_no_child_left(tmp_path, sig, status, code):
     cmd = [UNILAB, "train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco", *SMALL,
-           f"training.log_dir={tmp_path / 'logs'}", "algo.max_iterations=100000"]
+           f"training.log_dir={tmp_path / 'logs'}", "training.max_iterations=100000"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:

@@ -1,5 +1,5 @@
-"""`unilab train` with algo.runtime=async: SIGINT/SIGTERM and a killed collector end with a
-checkpoint, a truthful run_summary.json and no process left; algo.resume continues a run."""
+"""`unilab train` with runtime.mode=async: SIGINT/SIGTERM and a killed collector end with a
+checkpoint, a truthful run_summary.json and no process left; training.resume continues a run."""
 
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ import torch
 
 UNILAB = str(Path(sys.executable).parent / "unilab")
 SMALL = [
-    "algo.num_envs=4",
+    "training.num_envs=4",
     "algo.batch_size=64",
     "algo.num_updates=1",
     "algo.learning_starts=2",
     "algo.buffer_size_per_env=64",
     "algo.actor_hidden=[32,32]",
     "algo.critic_hidden=[32,32]",
-    "algo.block_steps=2",
+    "runtime.block_steps=2",
     "sim.nthread=1",
     "training.log_interval=1",
     "training.no_play=true",
@@ -95,7 +95,7 @@ def _popen(cmd: list[str], cwd: Path) -> subprocess.Popen:
 @pytest.mark.parametrize("sig, status, code", [(signal.SIGINT, "interrupted", 130),
                                                (signal.SIGTERM, "terminated", 143)])
 def test_async_signal_stops_with_checkpoint_and_no_child_left(tmp_path, sig, status, code):
-    proc = _popen(_cmd(tmp_path, "algo.runtime=async", "algo.max_iterations=100000"), tmp_path)
+    proc = _popen(_cmd(tmp_path, "runtime.mode=async", "training.max_iterations=100000"), tmp_path)
     try:
         run = _wait_for_training(tmp_path, proc)
         if sig == signal.SIGINT:  # a terminal's Ctrl-C reaches the whole process group
@@ -119,7 +119,7 @@ def test_async_signal_stops_with_checkpoint_and_no_child_left(tmp_path, sig, sta
 
 
 def test_a_killed_collector_fails_the_run_with_a_checkpoint(tmp_path):
-    proc = _popen(_cmd(tmp_path, "algo.runtime=async", "algo.max_iterations=100000"), tmp_path)
+    proc = _popen(_cmd(tmp_path, "runtime.mode=async", "training.max_iterations=100000"), tmp_path)
     try:
         run = _wait_for_training(tmp_path, proc)
         os.kill(_collector_pid(proc.pid), signal.SIGKILL)
@@ -139,14 +139,14 @@ def test_a_killed_collector_fails_the_run_with_a_checkpoint(tmp_path):
 
 
 def test_resume_continues_from_the_saved_iteration(tmp_path):
-    first = subprocess.run(_cmd(tmp_path, "algo.max_iterations=4", "algo.policy_frequency=1"), cwd=tmp_path, capture_output=True, text=True,
+    first = subprocess.run(_cmd(tmp_path, "training.max_iterations=4", "algo.actor_update_period=1"), cwd=tmp_path, capture_output=True, text=True,
                            timeout=120)
     assert first.returncode == 0, first.stderr
     (first_run,) = list((tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir())
     saved = torch.load(first_run / "model_last.pt", weights_only=False)
 
-    second = subprocess.run(_cmd(tmp_path, "algo.max_iterations=7", "algo.resume=latest", "algo.runtime=async",
-                                 "algo.policy_frequency=1"),
+    second = subprocess.run(_cmd(tmp_path, "training.max_iterations=7", "training.resume=latest", "runtime.mode=async",
+                                 "algo.actor_update_period=1"),
                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert second.returncode == 0, second.stderr
     (second_run,) = [p for p in (tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir() if p != first_run]
@@ -164,10 +164,10 @@ def test_resume_continues_from_the_saved_iteration(tmp_path):
 def test_resume_problems_are_one_line_errors_before_any_run(tmp_path):
     done = tmp_path / "done.pt"
     torch.save({"algo": "sac", "task": "g1_walk_flat", "iteration": 7, "agent": {"iteration": 7}}, done)
-    again = subprocess.run(_cmd(tmp_path, "algo.max_iterations=7", f"algo.resume={done}"),
+    again = subprocess.run(_cmd(tmp_path, "training.max_iterations=7", f"training.resume={done}"),
                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert again.returncode == 2 and "raise algo.max_iterations" in again.stderr
-    missing = subprocess.run(_cmd(tmp_path, f"algo.resume={tmp_path / 'nope'}"), cwd=tmp_path,
+    assert again.returncode == 2 and "raise training.max_iterations" in again.stderr
+    missing = subprocess.run(_cmd(tmp_path, f"training.resume={tmp_path / 'nope'}"), cwd=tmp_path,
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and "no such checkpoint" in missing.stderr
     assert not (tmp_path / "logs" / "sac").exists()

@@ -1,4 +1,4 @@
-"""`unilab train --algo flashsac ... algo.runtime=async` on g1_walk_flat with the laptop preset:
+"""`unilab train --algo flashsac ... runtime.mode=async` on g1_walk_flat with the laptop preset:
 ends normally with updates, a truthful run_summary.json and no process left."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ def test_cli_flashsac_async_laptop_completes_and_leaves_no_process(tmp_path):
     # iterations with an update. Smaller networks and block size keep it short on 2 cores. The
     # collector acts on the learner's device (here the CPU): the "learner" path, weight pulls included.
     cmd = [UNILAB, "train", "--algo", "flashsac", "--task", "g1_walk_flat", "--sim", "mujoco", "--preset", "laptop",
-           "algo.runtime=async", "algo.max_iterations=14", "algo.actor_hidden_dim=32", "algo.critic_hidden_dim=32",
-           "algo.sync_weights_every=1", "algo.policy_device=learner", "sim.nthread=1", "training.device=cpu",
+           "runtime.mode=async", "training.max_iterations=14", "algo.actor_hidden_dim=32", "algo.critic_hidden_dim=32",
+           "runtime.sync_weights_every=1", "runtime.policy_device=learner", "sim.nthread=1", "training.device=cpu",
            "training.progress=false", "training.no_play=true", f"training.log_dir={tmp_path / 'logs'}"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)

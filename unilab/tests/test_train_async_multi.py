@@ -1,4 +1,4 @@
-"""`unilab train --preset laptop algo.runtime=async algo.num_collectors=2`: completes normally,
+"""`unilab train --preset laptop runtime.mode=async runtime.num_collectors=2`: completes normally,
 records both collectors and the thread split, and leaves no process behind."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ UNILAB = str(Path(sys.executable).parent / "unilab")
 
 def test_two_collectors_complete_a_laptop_run(tmp_path):
     cmd = [UNILAB, "train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco", "--preset", "laptop",
-           "algo.runtime=async", "algo.num_collectors=2", "algo.max_iterations=6", "training.no_play=true",
+           "runtime.mode=async", "runtime.num_collectors=2", "training.max_iterations=6", "training.no_play=true",
            "sim.nthread=2", f"training.log_dir={tmp_path / 'logs'}"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
@@ -29,7 +29,7 @@ def test_two_collectors_complete_a_laptop_run(tmp_path):
     assert summary["collector_exitcode"] == 0 and summary["collector_exitcodes"] == [0, 0]
     assert summary["cleanup_errors"] == []
     assert summary["threads"]["collectors"] == 2 and summary["threads"]["physics_per_collector"] == 1
-    assert summary["collector_policy_device"] == "cpu"  # algo.policy_device's default
+    assert summary["collector_policy_device"] == "cpu"  # runtime.policy_device's default
     # Nothing left in the run's session (the resource tracker may take a moment to exit).
     deadline = time.monotonic() + 10
     while (left := subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True).stdout.strip()):
@@ -40,7 +40,7 @@ def test_two_collectors_complete_a_laptop_run(tmp_path):
 def test_thread_split_takes_out_every_collectors_policy_threads() -> None:
     import torch
 
-    from unilab.train import thread_split
+    from unilab.build import thread_split
 
     cpu = torch.device("cpu")
     assert thread_split("async", 8, 1, 2, cpu, num_collectors=4) == {"physics": 8, "collector": 1, "learner": 2}

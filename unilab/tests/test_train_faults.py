@@ -14,8 +14,8 @@ import torch
 
 UNILAB = str(Path(sys.executable).parent / "unilab")
 SMALL = [
-    "algo.runtime=sync",
-    "algo.num_envs=4",
+    "runtime.mode=sync",
+    "training.num_envs=4",
     "algo.batch_size=64",
     "algo.num_updates=1",
     "algo.learning_starts=2",
@@ -59,7 +59,7 @@ app(sys.argv[2:], prog_name="unilab")
 
 def test_a_full_disk_ends_the_run_failed_with_path_and_errno(tmp_path):
     log_dir = tmp_path / "logs"
-    args = [*TRAIN, f"training.log_dir={log_dir}", "algo.max_iterations=6", "training.checkpoint_interval=2"]
+    args = [*TRAIN, f"training.log_dir={log_dir}", "training.max_iterations=6", "training.checkpoint_interval=2"]
     result = subprocess.run([sys.executable, "-c", _FULL_DISK_CHILD, str(log_dir), *args], cwd=tmp_path,
                             capture_output=True, text=True, timeout=240)
     assert result.returncode == 1, result.stderr
@@ -96,7 +96,7 @@ def tiny_tmpfs(tmp_path):
 
 def test_a_real_full_disk_leaves_a_failed_summary_and_no_temporary_files(tmp_path, tiny_tmpfs):
     """A checkpoint of the default networks (about 28 MB) does not fit in 3 MB."""
-    args = [*TRAIN, f"training.log_dir={tiny_tmpfs}", "algo.max_iterations=4", "training.checkpoint_interval=2"]
+    args = [*TRAIN, f"training.log_dir={tiny_tmpfs}", "training.max_iterations=4", "training.checkpoint_interval=2"]
     result = subprocess.run([UNILAB, *args], cwd=tmp_path, capture_output=True, text=True, timeout=240)
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from unilab.train import UserError, find_resume_checkpoint, rng_state, set_rng_state, thread_split
+from unilab.build import thread_split
+from unilab.errors import UserError
+from unilab.resume import find_resume_checkpoint, rng_state, set_rng_state
 
 
 def _draws() -> tuple:
@@ -57,16 +59,16 @@ def test_find_resume_checkpoint(tmp_path) -> None:
 def test_a_run_no_longer_than_the_warm_up_warns_that_its_policy_is_untrained(caplog):
     from types import SimpleNamespace
 
-    from unilab.train import _check_schedule
+    from unilab.build import check_schedule as _check_schedule
 
-    def cfg(iterations, starts, size=1024):
-        return SimpleNamespace(max_iterations=iterations, learning_starts=starts, buffer_size_per_env=size)
+    def cfg(starts, size=1024):
+        return SimpleNamespace(learning_starts=starts, buffer_size_per_env=size)
 
-    with caplog.at_level("WARNING", logger="unilab.train"):
-        _check_schedule(cfg(101, 100))
+    with caplog.at_level("WARNING", logger="unilab.build"):
+        _check_schedule(cfg(100), 101)
     assert not caplog.records
-    with caplog.at_level("WARNING", logger="unilab.train"):
-        _check_schedule(cfg(100, 100))
-    assert "algo.max_iterations=100 <= algo.learning_starts=100" in caplog.text and "untrained" in caplog.text
+    with caplog.at_level("WARNING", logger="unilab.build"):
+        _check_schedule(cfg(100), 100)
+    assert "training.max_iterations=100 <= algo.learning_starts=100" in caplog.text and "untrained" in caplog.text
     with pytest.raises(UserError, match="algo.buffer_size_per_env=64 is smaller than algo.learning_starts=100"):
-        _check_schedule(cfg(1000, 100, size=64))
+        _check_schedule(cfg(100, size=64), 1000)

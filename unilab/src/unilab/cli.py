@@ -1,6 +1,6 @@
 """The ``unilab`` command.
 
-    unilab train --algo sac --task g1_walk_flat --sim mujoco algo.max_iterations=100
+    unilab train --algo sac --task g1_walk_flat --sim mujoco training.max_iterations=100
     unilab play latest            # roll out the last checkpoint, print returns, write an mp4
     unilab export latest          # policy.onnx with metadata, verified against torch
     unilab plugins
@@ -46,7 +46,7 @@ class _OverridesCommand(typer.core.TyperCommand):
                 exc.message = (
                     f"No such option: {exc.option_name}. Settings are key=value overrides after the "
                     f"options: write {name}=VALUE and unilab names its full key (as in "
-                    f"algo.max_iterations=100), or list every key with `unilab config --algo A --task T`"
+                    f"training.max_iterations=100), or list every key with `unilab config --algo A --task T`"
                 )
             raise
 
@@ -76,7 +76,7 @@ def train(
         None, "--preset", help="owner preset of this algo x task x sim, e.g. 'laptop'"
     ),
     overrides: Optional[List[str]] = typer.Argument(
-        None, help="key.sub=value overrides, e.g. algo.max_iterations=100 training.seed=3"
+        None, help="key.sub=value overrides, e.g. training.max_iterations=100 training.seed=3"
     ),
 ) -> None:
     """Train a policy and write a run directory under training.log_dir."""

@@ -6,8 +6,18 @@ algo × sim (``<algo>_<sim>.yaml``), an optional preset (``<algo>_<sim>.<preset>
 command line's overrides. Every key of every layer is checked: an unknown key is an error that names
 the closest valid key, and a value of the wrong type names the key, the value and what was expected.
 
-Sections: ``algo`` (the algorithm's config dataclass), ``env`` (the task's settings), ``sim``
-(physics threads), ``robot`` (model file), ``training`` (seed, log_dir, device, ...).
+Sections:
+
+- ``algo``: the algorithm's hyperparameters (its config dataclass, e.g.
+  :class:`unilab_rl.SACConfig`);
+- ``runtime``: how the learner executes, the same for every algorithm
+  (:class:`unilab_rl.RuntimeConfig`: sync or async collection, collectors, compilation);
+- ``env``: the task's settings (its pydantic model);
+- ``sim``: physics threads; ``robot``: the model file;
+- ``training``: the run (envs, iterations, seed, device, log directory, checkpoints, resume).
+
+A key that moved in the redesign of these sections (e.g. ``runtime.mode`` -> ``runtime.mode``) is
+refused with one line naming its new key (:data:`RENAMED_KEYS`).
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ from typing import Any
 import yaml
 from mjbatch_uni import did_you_mean
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from unilab_rl.runtime import RuntimeConfig
 
 
 class ConfigError(ValueError):
@@ -45,9 +56,19 @@ class RobotConfig(BaseModel):
 
 
 class TrainingConfig(BaseModel):
-    """Run-level settings (names as in the original system)."""
+    """The run: its size and length, seed, devices, files and cadence."""
 
     model_config = ConfigDict(extra="forbid")
+    num_envs: int = Field(1024, ge=1, description="parallel envs (per rank with several ranks)")
+    max_iterations: int = Field(
+        1000, ge=1, description="iterations to train; one iteration = one env step of every env and its updates"
+    )
+    resume: str | None = Field(
+        None,
+        description="continue a run: 'latest' (newest run of this algo and task), a run directory or a .pt "
+        "checkpoint; networks, optimizers, normalizers, RNG states and the iteration count are restored, the "
+        "replay buffer starts empty, training continues up to max_iterations",
+    )
     seed: int = Field(1, description="seed of torch, numpy and the env's generator")
     log_dir: str = Field("logs", description="root of the run directories")
     no_play: bool = Field(False, description="skip play + export after training")
@@ -55,7 +76,7 @@ class TrainingConfig(BaseModel):
     devices: list[int | str] | str | None = Field(
         None,
         description="several learners, one rank each (torch.distributed): CUDA indices [0,1] (NCCL) "
-        "or cpu:N (N gloo ranks on the CPU); algo.num_envs and algo.batch_size are per rank; unset: "
+        "or cpu:N (N gloo ranks on the CPU); training.num_envs and algo.batch_size are per rank; unset: "
         "one process on training.device",
     )
     checkpoint_interval: int = Field(500, ge=1, description="iterations between checkpoints")
@@ -89,10 +110,12 @@ def model_from_dataclass(cls: type) -> type[BaseModel]:
 def build_run_model(algo_config_cls: type, task_config_cls: type[BaseModel]) -> type[BaseModel]:
     """The whole run's pydantic model for one algo and one task."""
     algo_model = model_from_dataclass(algo_config_cls)
+    runtime_model = model_from_dataclass(RuntimeConfig)
     return create_model(
         "RunConfig",
         __config__=ConfigDict(extra="forbid"),
         algo=(algo_model, algo_model()),
+        runtime=(runtime_model, runtime_model()),
         env=(task_config_cls, task_config_cls()),
         sim=(SimConfig, SimConfig()),
         robot=(RobotConfig, RobotConfig()),
@@ -101,6 +124,43 @@ def build_run_model(algo_config_cls: type, task_config_cls: type[BaseModel]) -> 
 
 
 # ============================================================================ keys
+RENAMED_KEYS: dict[str, str] = {
+    "algo.num_envs": "training.num_envs",
+    "algo.max_iterations": "training.max_iterations",
+    "algo.resume": "training.resume",
+    "algo.device": "training.device",
+    "algo.runtime": "runtime.mode",
+    "algo.block_steps": "runtime.block_steps",
+    "algo.num_blocks": "runtime.num_blocks",
+    "algo.sync_weights_every": "runtime.sync_weights_every",
+    "algo.num_collectors": "runtime.num_collectors",
+    "algo.collector_shards": "runtime.collector_shards",
+    "algo.collector_threads": "runtime.collector_threads",
+    "algo.policy_device": "runtime.policy_device",
+    "algo.learner_threads": "runtime.learner_threads",
+    "algo.use_compile": "runtime.compile",
+    "algo.compile_mode": "runtime.compile_mode",
+    "algo.cuda_graph": "runtime.cuda_graph",
+    "algo.mixed_precision": "runtime.mixed_precision",
+    "algo.policy_frequency": "algo.actor_update_period",
+    "algo.init_alpha": "algo.init_temperature",
+    "algo.alpha_lr": "algo.temperature_lr",
+}
+"""Keys that moved when the sections were redesigned: old key -> new key (each package's
+CHANGELOG has the table). An old key is refused with one line naming the new one."""
+
+FIXED_KEYS: dict[str, str] = {
+    "algo.log_std_min": "the actor's log-std bounds are the paper's constants (unilab_rl/algorithms/*/networks.py)",
+    "algo.log_std_max": "the actor's log-std bounds are the paper's constants (unilab_rl/algorithms/*/networks.py)",
+    "algo.expansion": "FlashSAC's block expansion is the paper's 4 (unilab_rl/algorithms/flashsac/networks.py)",
+    "algo.bn_momentum": "FlashSAC's batch-norm momentum is the paper's 0.01 (unilab_rl/algorithms/flashsac/networks.py)",
+    "algo.zeta_exponent": "FlashSAC's noise repeat law is the paper's Zeta(2) on 1..16 (flashsac/exploration.py)",
+    "algo.zeta_max": "FlashSAC's noise repeat law is the paper's Zeta(2) on 1..16 (flashsac/exploration.py)",
+    "algo.v_min": "FlashSAC's critic support is symmetric: set algo.v_max (atoms span [-v_max, v_max])",
+}
+"""Keys that are no longer settings, with why."""
+
+
 def valid_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
     """Every dotted key of ``model``, nested sections included."""
     keys = []
@@ -111,6 +171,28 @@ def valid_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
         if isinstance(ann, type) and issubclass(ann, BaseModel):
             keys += valid_keys(ann, key + ".")
     return keys
+
+
+def migrate_saved_config(tree: dict) -> dict:
+    """A saved run's config (``run_config.json``, a checkpoint's ``config``) with the keys of
+    :data:`RENAMED_KEYS` moved to their new place and those of :data:`FIXED_KEYS` dropped, so that
+    play, export and eval read runs written before the sections were redesigned. A new config
+    comes back unchanged."""
+    out = {section: dict(values) if isinstance(values, dict) else values for section, values in tree.items()}
+    for old, new in RENAMED_KEYS.items():
+        old_section, old_name = old.split(".", 1)
+        if isinstance(out.get(old_section), dict) and old_name in out[old_section]:
+            value = out[old_section].pop(old_name)
+            new_section, new_name = new.split(".", 1)
+            if old == "algo.device":
+                continue  # only ever "auto": the device was always training.device
+            out.setdefault(new_section, {})
+            out[new_section].setdefault(new_name, value)
+    for old in FIXED_KEYS:
+        section, name = old.split(".", 1)
+        if isinstance(out.get(section), dict):
+            out[section].pop(name, None)
+    return out
 
 
 def _first_leaf(tree: Any, key: str) -> str:
@@ -129,6 +211,11 @@ def _check_keys(
         key = f"{prefix}{name}"
         if name not in model.model_fields:
             given = _first_leaf(value, key)
+            if key in RENAMED_KEYS:
+                raise ConfigError(f"key {key!r} in {source} is now {RENAMED_KEYS[key]!r}: write "
+                                  f"{RENAMED_KEYS[key]}=... (the CHANGELOG lists every renamed key)")
+            if key in FIXED_KEYS:
+                raise ConfigError(f"key {key!r} in {source} is no longer a setting: {FIXED_KEYS[key]}")
             section = prefix.rstrip(".") or "the top level"
             raise ConfigError(
                 f"unknown key {given!r} in {source}{did_you_mean(given, valid_keys(root), n=1)}; "
@@ -142,7 +229,7 @@ def _check_keys(
 
 
 def parse_overrides(overrides: list[str]) -> dict:
-    """``["algo.num_envs=8", "training.no_play=true"]`` -> nested dict, values parsed as YAML."""
+    """``["training.num_envs=8", "training.no_play=true"]`` -> nested dict, values parsed as YAML."""
     tree: dict = {}
     for item in overrides:
         if "=" not in item:

@@ -13,7 +13,7 @@ torch's elastic launcher (``torch.distributed.run``, what ``torchrun --standalon
 rank and never relaunches. Each rank: process group (NCCL on CUDA, gloo otherwise), its device
 (``cuda:<index>``), its share of the node's CPU cores (``os.sched_setaffinity``; physics and torch
 threads use that share), env and warm-up seeds ``training.seed + rank * RANK_SEED_OFFSET``.
-``algo.num_envs`` and ``algo.batch_size`` are per rank (as rsl_rl): N ranks collect N x num_envs
+``training.num_envs`` and ``algo.batch_size`` are per rank (as rsl_rl): N ranks collect N x num_envs
 env steps per iteration and each update averages the gradients of N batches.
 """
 

@@ -8,7 +8,6 @@ overrides (:data:`PLAY_OVERRIDES`) and the caller's on top.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -20,10 +19,19 @@ import torch
 from pydantic import BaseModel, ValidationError
 
 from unilab import runs
-from unilab.config import ConfigError, _check_keys, build_run_model, deep_merge, parse_overrides, valid_keys
+from unilab.build import algo_config
+from unilab.config import (
+    ConfigError,
+    _check_keys,
+    build_run_model,
+    deep_merge,
+    migrate_saved_config,
+    parse_overrides,
+    valid_keys,
+)
 from unilab.errors import UserError
 from unilab.plugins import ALGORITHMS, BACKENDS, TASKS, lookup
-from unilab.train import _algo_config
+from unilab_rl.runtime import RuntimeConfig
 
 PLAY_OVERRIDES: dict[str, list[str]] = {
     "g1_walk_flat": [
@@ -178,7 +186,7 @@ def run_config(
     backend_reg = lookup(BACKENDS, sim, "simulator of the run")
 
     model = build_run_model(algo_reg.item.config_cls, task_reg.item.config_cls)
-    saved = payload.get("config") or saved_run.get("config") or {}
+    saved = migrate_saved_config(payload.get("config") or saved_run.get("config") or {})
     keys = set(valid_keys(model))
     play_overrides = (getattr(task_reg.item, "play_overrides", None) or PLAY_OVERRIDES.get(task, [])) if play else []
     play_overrides = [o for o in play_overrides if o.split("=", 1)[0] in keys]
@@ -286,13 +294,11 @@ def make_policy(loaded: LoadedRun, env) -> tuple[torch.nn.Module, str]:
         UserError: the algorithm has no ``inference_policy``, or the checkpoint does not fit the
             env (different observation or action sizes).
     """
-    algo_cfg = _algo_config(loaded.algo_reg, loaded.cfg)
-    if dataclasses.is_dataclass(algo_cfg):
-        # This copy only acts, on the CPU, with the play env's rows: the training-only settings
-        # that depend on the training machine or its env count are neutralized.
-        deploy = {"num_envs": env.num_envs, "num_collectors": 1, "collector_shards": 1, "cuda_graph": False}
-        algo_cfg = dataclasses.replace(algo_cfg, **{k: v for k, v in deploy.items() if hasattr(algo_cfg, k)})
-    agent = loaded.algo_reg.item.make_agent(env, algo_cfg, torch.device("cpu"))
+    # This copy only acts, on the CPU, in one process: the run's execution settings (collectors,
+    # shards, CUDA graphs, compilation) belong to the training machine and are not used.
+    runtime = RuntimeConfig(mode="sync", compile=False, cuda_graph=False, mixed_precision=False)
+    agent = loaded.algo_reg.item.make_agent(env, algo_config(loaded.algo_reg, loaded.cfg), device=torch.device("cpu"),
+                                            runtime=runtime, max_iterations=loaded.cfg.training.max_iterations)
     if not hasattr(agent, "inference_policy"):
         raise UserError(f"algorithm {loaded.algo!r} has no inference_policy(); it cannot be played or exported")
     try:

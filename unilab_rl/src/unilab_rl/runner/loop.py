@@ -20,6 +20,7 @@ runner still saves the last checkpoint and calls ``on_end`` before the exception
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
 import time
@@ -69,9 +70,10 @@ class RunnerHooks:
         previous call, each with its latest value (so metrics that appear only in some iterations,
         such as the actor's, are never skipped)."""
 
-    def on_checkpoint(self, iteration: int) -> None:
+    def on_checkpoint(self, iteration: int, summary: LearnSummary) -> None:
         """Every ``checkpoint_interval`` iterations before the last, then once at the end, however
-        the run ends. Save what is needed to resume (the learner's ``state_dict``)."""
+        the run ends. Save what is needed to resume (the learner's ``state_dict``); ``summary`` is
+        the run record, current."""
 
     def on_end(self, summary: LearnSummary) -> None:
         """Once, last, however the run ends; ``summary.status`` and ``summary.error`` say why."""
@@ -190,8 +192,8 @@ class FunctionHooks(RunnerHooks):
         if self.log_fn is not None:
             self.log_fn(iteration, metrics)
 
-    def on_checkpoint(self, iteration: int) -> None:
-        self.inner.on_checkpoint(iteration)
+    def on_checkpoint(self, iteration: int, summary: LearnSummary) -> None:
+        self.inner.on_checkpoint(iteration, summary)
         if self.checkpoint_fn is not None:
             self.checkpoint_fn(iteration)
 
@@ -307,7 +309,7 @@ class RunBook:
             pending, self._pending = self._pending, {}
             self.hooks.on_log(iteration, pending)
         if self.checkpoint_interval and iteration % self.checkpoint_interval == 0 and iteration < self.last_iteration:
-            self.hooks.on_checkpoint(iteration)
+            self.hooks.on_checkpoint(iteration, s)
             self._last_saved = iteration
 
     def run(self, loop: Callable[[], None], cleanup: Callable[[], None] | None = None) -> LearnSummary:
@@ -317,9 +319,10 @@ class RunBook:
 
         Status: ``normal_completion``; a :class:`StopTraining`'s status; ``interrupted`` for
         ``KeyboardInterrupt``; ``failed`` for a collector's death (an exception with a
-        ``collector_failure`` attribute); ``error`` for any other exception. A failure while
-        saving the last checkpoint is appended to ``error``; a failing ``on_end`` is logged when
-        another error is already on its way, else raised.
+        ``collector_failure`` attribute) or an ``OSError`` (a full disk: the error names the path
+        and the errno); ``error`` for any other exception. A failure while saving the last
+        checkpoint is appended to ``error`` (and makes a completed run ``failed``); a failing
+        ``on_end`` is logged when another error is already on its way, else raised.
         """
         s = self.summary
         failure: BaseException | None = None
@@ -341,11 +344,11 @@ class RunBook:
             s.env_steps_per_s = round(done / s.learn_wall_time_s, 1) if s.learn_wall_time_s > 0 else None
             if self._last_saved != s.iterations:
                 try:
-                    self.hooks.on_checkpoint(s.iterations)
+                    self.hooks.on_checkpoint(s.iterations, s)
                 except Exception as exc:  # noqa: BLE001 - recorded; the run's own error wins
-                    s.error = (s.error + "; " if s.error else "") + f"checkpoint failed: {exc}"
+                    s.error = (s.error + "; " if s.error else "") + f"final checkpoint not saved: {_reason(exc)}"
                     if s.status == "normal_completion":
-                        s.status = "error"
+                        s.status = "failed"
             try:
                 self.hooks.on_end(s)
             except Exception:
@@ -360,12 +363,24 @@ class RunBook:
 def classify(exc: BaseException) -> tuple[str, str]:
     """``(status, error)`` of a run stopped by ``exc`` (see :meth:`RunBook.run`)."""
     if isinstance(exc, StopTraining):
-        return exc.status, str(exc)
+        return exc.status, str(exc.args[0]) if exc.args else str(exc)
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted", "stopped by KeyboardInterrupt"
     if getattr(exc, "collector_failure", False):
         return "failed", str(exc).splitlines()[0]
+    if isinstance(exc, OSError):
+        return "failed", _reason(exc)
     return "error", f"{type(exc).__name__}: {exc}"
+
+
+def _reason(exc: BaseException) -> str:
+    """One line for ``exc``; an ``OSError`` names its cause, errno and file, e.g. ``No space left
+    on device (errno 28, ENOSPC): <run>/model_20.pt``."""
+    if isinstance(exc, OSError) and exc.errno is not None:
+        code = errno.errorcode.get(exc.errno, "?")
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror or exc} (errno {exc.errno}, {code}){where}"
+    return f"{type(exc).__name__}: {exc}"
 
 
 class EpisodeLogWindow:

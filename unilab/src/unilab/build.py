@@ -1,0 +1,331 @@
+"""Everything a training run needs, resolved and checked before anything is written: the plugins,
+the validated config, the algorithm's and the runtime's settings, the device, the seed, the thread
+split, the env factory and the checkpoint to resume from; then the env and the learner.
+
+A bad name, key or value raises :class:`~unilab.errors.UserError` (one line) before any run
+directory exists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from pydantic import BaseModel
+
+from unilab import ddp
+from unilab.config import ConfigError, build_run_model, owner_config_files, resolve_config
+from unilab.errors import UserError
+from unilab.plugins import ALGORITHMS, BACKENDS, TASKS, lookup
+from unilab.resume import apply_resume, find_resume_checkpoint, read_resume_checkpoint
+from unilab_rl.device import resolve_device
+from unilab_rl.learner import Learner
+from unilab_rl.runtime import RuntimeConfig
+from unisim import CapabilityError
+
+log = logging.getLogger(__name__)
+
+
+def prepare(algo: str, task: str, sim: str, overrides: list[str], preset: str | None = None):
+    """Resolve the three plugins and the validated run config (no side effects).
+
+    Returns:
+        (algo registration, task registration, backend registration, config)
+
+    Raises:
+        UserError: unknown algo/task/backend/preset, unknown key or invalid value.
+    """
+    backend_reg = lookup(BACKENDS, sim, "--sim")
+    algo_reg = lookup(ALGORITHMS, algo, "--algo")
+    task_reg = lookup(TASKS, task, "--task")
+    model = build_run_model(algo_reg.item.config_cls, task_reg.item.config_cls)
+    try:
+        files = owner_config_files(task_reg.item.owner_configs, algo, sim, preset)
+        cfg = resolve_config(model, files, overrides)
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+    return algo_reg, task_reg, backend_reg, cfg
+
+
+def algo_config(algo_reg, cfg: BaseModel) -> Any:
+    """The algorithm's hyperparameters as its config dataclass, its range checks as one-line
+    errors naming ``algo.<key>``.
+
+    Raises:
+        UserError: the first value out of range.
+    """
+    name = algo_reg.item.config_cls.__name__
+    try:
+        return algo_reg.item.config_cls(**cfg.algo.model_dump())
+    except ValueError as exc:
+        # The dataclass names its fields as "<ConfigClass>.<field>"; the user typed "algo.<field>".
+        message = str(exc).replace(f"{name}.", "algo.")
+        raise UserError(message if "algo." in message else f"algo: {message}") from None
+
+
+def algo_settings(algo_reg, cfg: BaseModel) -> tuple[Any, RuntimeConfig]:
+    """The algorithm's hyperparameters (its config dataclass) and the runtime settings, with their
+    range checks as one-line errors naming ``algo.<key>`` / ``runtime.<key>``; then the checks
+    across sections (:func:`check_schedule`, shards against ``training.num_envs``, pinned cores
+    against several collectors).
+
+    Raises:
+        UserError: the first value out of range or combination that cannot work.
+    """
+    algo_cfg = algo_config(algo_reg, cfg)
+    try:
+        runtime = RuntimeConfig(**cfg.runtime.model_dump())
+        runtime.check_num_envs(cfg.training.num_envs)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    check_schedule(algo_cfg, cfg.training.max_iterations)
+    if runtime.mode == "async" and runtime.num_collectors > 1 and cfg.sim.cpu_ids:
+        raise UserError(
+            f"sim.cpu_ids={cfg.sim.cpu_ids} with runtime.num_collectors={runtime.num_collectors}: every "
+            f"collector would pin its physics threads to the same cores; leave sim.cpu_ids unset (the "
+            f"collectors share the free cores) or use runtime.num_collectors=1"
+        )
+    return algo_cfg, runtime
+
+
+def check_schedule(algo_cfg: Any, max_iterations: int) -> None:
+    """Refuse a run that could never update: the runner starts updating once the replay buffer
+    holds ``learning_starts`` transitions per env, which a buffer of ``buffer_size_per_env`` per
+    env smaller than that never does (the algorithm itself allows it, for collection-only use).
+    Warn when the run ends before its first update."""
+    size = getattr(algo_cfg, "buffer_size_per_env", None)
+    starts = getattr(algo_cfg, "learning_starts", None)
+    if isinstance(size, int) and isinstance(starts, int) and size < starts:
+        raise UserError(
+            f"algo.buffer_size_per_env={size} is smaller than algo.learning_starts={starts}: updates "
+            f"start once the buffer holds learning_starts transitions per env, so this run would "
+            f"never update; set algo.buffer_size_per_env>={starts} or algo.learning_starts<={size}"
+        )
+    if isinstance(starts, int) and max_iterations <= starts:
+        # Allowed (measuring collection alone), but a smoke run that never learns should say so.
+        log.warning(
+            "training.max_iterations=%d <= algo.learning_starts=%d: this run collects with random "
+            "actions (the first updates come in iteration learning_starts, and the policy acts "
+            "from the next one); the policy it saves is untrained",
+            max_iterations, starts,
+        )
+
+
+def check_log_dir(log_dir: str) -> None:
+    """Make sure run directories can be created under ``log_dir`` before anything is built."""
+    try:
+        Path(log_dir).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"training.log_dir={log_dir!r} cannot be created: {exc.strerror}") from None
+    if not os.access(log_dir, os.W_OK):
+        raise UserError(f"training.log_dir={log_dir!r} is not writable")
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, numpy and torch (all devices)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def thread_split(runtime: str, nthread: int, collector_threads: int, learner_threads: int,
+                 device: torch.device, num_collectors: int = 1) -> dict[str, int]:
+    """CPU threads for physics, the collectors' policy and the learner.
+
+    Sync: physics gets ``nthread`` (0 = every available core) and the learner keeps torch's
+    default. Async: collector and learner threads are taken out first so neither starves the
+    other: the learner gets ``learner_threads`` or, when 0, 1 on an accelerator and half of the
+    cores left after the collectors on the CPU; physics gets ``nthread`` or, when 0, what remains
+    (at least 1). With ``num_collectors`` > 1 collector processes, their policy threads
+    (``collector_threads`` each) are all taken out, and ``physics`` stays the total physics
+    threads: each collector gets ``max(1, physics // num_collectors)`` (:func:`plan`).
+
+    Returns:
+        ``{"physics": n, "collector": n, "learner": n}``; 0 means "torch's default" (sync only).
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if runtime != "async":
+        return {"physics": nthread or cores, "collector": 0, "learner": 0}
+    collectors = collector_threads * num_collectors
+    learner = learner_threads or (1 if device.type != "cpu" else max(1, (cores - collectors) // 2))
+    physics = nthread or max(1, cores - collectors - learner)
+    return {"physics": physics, "collector": collector_threads, "learner": learner}
+
+
+@dataclass
+class RunPlan:
+    """A run resolved and checked, ready to build (:func:`plan`)."""
+
+    algo: str
+    task: str
+    sim: str
+    algo_reg: Any
+    task_reg: Any
+    backend_reg: Any
+    cfg: BaseModel
+    """The resolved config, every section."""
+    algo_cfg: Any
+    """The algorithm's hyperparameters (its config dataclass)."""
+    runtime: RuntimeConfig
+    dctx: ddp.DistContext
+    device: torch.device
+    seed: int
+    """This rank's seed (``training.seed`` on rank 0)."""
+    threads: dict[str, int]
+    env_fn: functools.partial
+    """Picklable env factory: the sync runtime builds its env with it, each async collector its shard."""
+    tensor_native: bool
+    resume_path: Path | None = None
+    resume_payload: dict[str, Any] | None = None
+
+
+def plan(algo: str, task: str, sim: str, algo_reg, task_reg, backend_reg, cfg: BaseModel,
+         dctx: ddp.DistContext) -> RunPlan:
+    """Check everything that can be checked without building (device, CUDA graphs, log directory,
+    the checkpoint to resume, async against a device-native backend), seed the process, size the
+    threads and make the env factory.
+
+    Raises:
+        UserError: what cannot work, naming the key.
+    """
+    algo_cfg, runtime = algo_settings(algo_reg, cfg)
+    if runtime.cuda_graph is True:
+        name = str(dctx.device) if dctx.device is not None else cfg.training.device
+        if not (name.startswith("cuda") or (name == "auto" and torch.cuda.is_available())):
+            raise UserError(f"runtime.cuda_graph=true needs a CUDA learner device, got training.device={name}"
+                            f"{' (no CUDA device here)' if name == 'auto' else ''}; use runtime.cuda_graph=auto "
+                            f"(captures only on CUDA) or false")
+    if dctx.is_main:
+        check_log_dir(cfg.training.log_dir)
+    resume_path = resume_payload = None
+    if cfg.training.resume:
+        resume_path = find_resume_checkpoint(cfg.training.resume, cfg.training.log_dir, algo, task)
+        resume_payload = read_resume_checkpoint(resume_path, algo, task, cfg.training.max_iterations)
+    seed = dctx.seed(cfg.training.seed)
+    seed_everything(seed)
+    try:
+        device = dctx.device if dctx.device is not None else resolve_device(cfg.training.device)
+    except ValueError as exc:
+        raise UserError(f"training.device: {exc}") from None
+    if device.type == "cuda":
+        # TF32 matrix products for the learner (about 3e-4 relative error), as FlashSAC's code.
+        torch.set_float32_matmul_precision("high")
+    tensor_native = getattr(backend_reg.item.capabilities, "tensor_kind", "host_bridge") == "device_native"
+    if runtime.mode == "async" and tensor_native:
+        raise UserError(
+            f"runtime.mode=async: --sim {sim} is device-native (physics on the accelerator); the async "
+            f"collectors are CPU processes for host-bridge backends. Use runtime.mode=sync"
+        )
+    threads = _threads(runtime, cfg.sim.nthread, device)
+    # A picklable factory (module-level function + plain arguments): each async collector builds
+    # its own env with it (with several shards it overrides num_envs and seed per shard); the sync
+    # runtime builds the one env from it.
+    env_fn = functools.partial(
+        task_reg.item.make_env,
+        cfg.env,
+        backend_cls=backend_reg.item,
+        num_envs=cfg.training.num_envs,
+        nthread=threads["physics_per_collector"] if runtime.mode == "async" else cfg.sim.nthread,
+        cpu_ids=cfg.sim.cpu_ids,
+        robot_mjcf=cfg.robot.mjcf,
+        seed=seed,
+    )
+    return RunPlan(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, algo_cfg, runtime, dctx, device, seed,
+                   threads, env_fn, tensor_native, resume_path, resume_payload)
+
+
+def _threads(runtime: RuntimeConfig, nthread: int, device: torch.device) -> dict[str, int]:
+    """:func:`thread_split` for these settings; async adds each collector's physics pool size, and
+    the learner's torch threads are set here."""
+    threads = thread_split(runtime.mode, nthread, runtime.collector_threads, runtime.learner_threads, device,
+                           runtime.num_collectors)
+    if runtime.mode == "async":  # sim.nthread stays the total; each collector's pool gets its share
+        k = runtime.num_collectors
+        per = max(1, threads["physics"] // k)
+        if per * k > threads["physics"]:
+            log.warning("%d collectors with at least one physics thread each use %d threads for %d planned "
+                        "(sim.nthread or the free cores): cores are oversubscribed", k, per * k, threads["physics"])
+        threads |= {"physics": per * k, "collectors": k, "physics_per_collector": per,
+                    "collector_shards": runtime.collector_shards}
+    if threads["learner"]:
+        torch.set_num_threads(threads["learner"])
+    return threads
+
+
+def build_env(p: RunPlan):
+    """The learner process's env (the sync runtime steps it; async reads its spaces).
+
+    Raises:
+        UserError: the task cannot be built as configured, or the backend lacks a capability.
+    """
+    try:
+        return p.env_fn()
+    except (ValueError, FileNotFoundError) as exc:
+        raise UserError(f"could not build task {p.task!r}: {exc}") from None
+    except CapabilityError as exc:
+        raise UserError(
+            f"--sim {p.sim}: {exc}; turn off what needs it (e.g. env.domain_randomization.enabled=false)"
+        ) from None
+
+
+def build_learner(p: RunPlan, env) -> tuple[Learner, dict[str, Any] | None]:
+    """The learner for ``env``, restored from the resume checkpoint when there is one, and joined
+    to the other ranks when there are several.
+
+    Returns:
+        (learner, ``{"path", "iteration"}`` of the resumed checkpoint or None).
+
+    Raises:
+        UserError: symmetry on a task without mirror rules, a checkpoint that does not fit, or an
+            algorithm that cannot train on several ranks.
+    """
+    if getattr(p.algo_cfg, "symmetry", False):
+        check_symmetry(env, p.task)
+    try:
+        learner = p.algo_reg.item.make_agent(env, dataclasses.replace(p.algo_cfg), device=p.device, runtime=p.runtime,
+                                             max_iterations=p.cfg.training.max_iterations)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    resume = None
+    if p.resume_payload is not None:
+        apply_resume(p.resume_path, p.resume_payload, learner)
+        resume = {"path": str(p.resume_path), "iteration": learner.iteration}
+    if p.dctx.enabled:
+        from unilab_rl import distributed
+
+        try:
+            distributed.attach(learner)
+        except TypeError:
+            raise UserError(f"training.devices: --algo {p.algo} cannot train on several ranks yet (sac can)") from None
+        distributed.broadcast_state(learner)  # every rank starts from rank 0's learner
+    return learner, resume
+
+
+def check_symmetry(env, task: str) -> None:
+    """``algo.symmetry=true`` needs the task's env to offer a left/right mirror (``env.mirror``,
+    :class:`unilab_rl.vecenv.Mirror`) that fits its observation groups and actions.
+
+    Raises:
+        UserError: naming ``algo.symmetry`` and the task, with the reason (e.g. the observation
+            term that has no mirror rule).
+    """
+    from unilab_rl.vecenv import learner_mirror
+
+    groups = {g: d for g, d in env.obs_dims.items() if g in ("actor", "critic")}
+    try:
+        learner_mirror(env, "the learner", groups, torch.device("cpu"))
+    except ValueError as exc:
+        reason = str(exc).removeprefix("algo.symmetry=true: ")
+        raise UserError(f"algo.symmetry=true: task {task!r} does not support symmetry augmentation: {reason}") from None
+
+
+__all__ = ["RunPlan", "algo_config", "algo_settings", "build_env", "build_learner", "check_log_dir", "check_schedule",
+           "check_symmetry", "plan", "prepare", "seed_everything", "thread_split"]
