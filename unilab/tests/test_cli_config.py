@@ -17,16 +17,16 @@ def test_prints_every_layer_resolved():
     result = config("--algo", "sac", "--task", "g1_walk_flat", "--preset", "laptop", "training.num_envs=8")
     assert result.returncode == 0, result.stderr
     cfg = yaml.safe_load(result.stdout)
-    assert cfg["algo"]["num_envs"] == 8  # override
-    assert cfg["algo"]["max_iterations"] == 300 and cfg["algo"]["runtime"] == "sync"  # laptop preset
-    assert cfg["algo"]["symmetry"] is True and cfg["env"]["gait"]["enabled"] is True  # owner YAML
-    assert cfg["algo"]["gamma"] == 0.97  # code default
-    assert set(cfg) >= {"algo", "env", "sim", "training"}
+    assert cfg["training"]["num_envs"] == 8  # override
+    assert cfg["training"]["max_iterations"] == 300 and cfg["runtime"]["mode"] == "sync"  # laptop preset
+    assert cfg["algo"]["symmetry"] is True and cfg["runtime"]["collector_shards"] == 2  # owner YAML
+    assert cfg["algo"]["gamma"] == 0.97 and cfg["env"]["gait"]["enabled"] is True  # code default
+    assert set(cfg) >= {"algo", "runtime", "env", "sim", "training"}
     presets = result.stdout.strip().splitlines()[-1]
     assert presets.startswith("# presets of --algo sac --task g1_walk_flat --sim mujoco:") and "laptop" in presets
 
 
 def test_bad_key_is_the_train_error():
-    result = config("--algo", "sac", "--task", "g1_walk_flat", "algo.num_env=8")
+    result = config("--algo", "sac", "--task", "g1_walk_flat", "training.num_env=8")
     assert result.returncode == 2
     assert "did you mean 'training.num_envs'" in result.stderr and result.stdout == ""

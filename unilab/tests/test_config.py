@@ -19,8 +19,6 @@ from unilab.tasks.g1_walk_flat.config import G1WalkFlatConfig
 
 @dataclass
 class _AlgoCfg:
-    num_envs: int = 16
-    max_iterations: int = 10
     gamma: float = 0.97
     hidden: tuple[int, ...] = (64, 64)
 
@@ -33,8 +31,7 @@ def model():
 def test_overrides_parse_yaml_values():
     tree = parse_overrides(["training.num_envs=8", "training.no_play=true", "env.commands.lin_vel_x=[0, 1]"])
     assert tree == {
-        "algo": {"num_envs": 8},
-        "training": {"no_play": True},
+        "training": {"num_envs": 8, "no_play": True},
         "env": {"commands": {"lin_vel_x": [0, 1]}},
     }
 
@@ -51,7 +48,7 @@ def test_deep_merge_keeps_untouched_keys():
 def test_defaults_and_overrides_are_applied(model):
     cfg = resolve_config(model, [], ["training.num_envs=8", "env.rewards.upright=0.5", "training.seed=7"])
     assert cfg.training.num_envs == 8
-    assert cfg.training.max_iterations == 10
+    assert cfg.training.max_iterations == 1000
     assert cfg.env.rewards.upright == 0.5
     assert cfg.training.seed == 7
     assert cfg.training.log_dir == "logs"
@@ -59,9 +56,18 @@ def test_defaults_and_overrides_are_applied(model):
 
 def test_unknown_key_names_the_closest_valid_key(model):
     with pytest.raises(ConfigError) as err:
-        resolve_config(model, [], ["algo.max_iteration=5"])
+        resolve_config(model, [], ["training.max_iteration=5"])
     msg = str(err.value)
-    assert "'algo.max_iteration'" in msg and "did you mean 'training.max_iterations'" in msg
+    assert "'training.max_iteration'" in msg and "did you mean 'training.max_iterations'" in msg
+
+
+def test_a_renamed_key_names_its_new_key(model):
+    with pytest.raises(ConfigError, match=r"key 'algo.runtime' in the command line is now 'runtime.mode'"):
+        resolve_config(model, [], ["algo.runtime=async"])
+    with pytest.raises(ConfigError, match=r"key 'algo.num_envs' in the command line is now 'training.num_envs'"):
+        resolve_config(model, [], ["algo.num_envs=8"])
+    with pytest.raises(ConfigError, match=r"'algo.expansion' in the command line is no longer a setting"):
+        resolve_config(model, [], ["algo.expansion=2"])
 
 
 def test_unknown_nested_key(model):
@@ -87,13 +93,13 @@ def test_constraint_violation_is_reported(model):
 
 
 def test_owner_yaml_layers_and_is_checked(tmp_path, model):
-    (tmp_path / "sac_mujoco.yaml").write_text("algo:\n  num_envs: 32\n  gamma: 0.9\n")
-    (tmp_path / "sac_mujoco.small.yaml").write_text("algo:\n  num_envs: 4\n")
+    (tmp_path / "sac_mujoco.yaml").write_text("training:\n  num_envs: 32\nalgo:\n  gamma: 0.9\n")
+    (tmp_path / "sac_mujoco.small.yaml").write_text("training:\n  num_envs: 4\n")
     files = owner_config_files(tmp_path, "sac", "mujoco", "small")
     cfg = resolve_config(model, files, ["algo.gamma=0.95"])
     assert (cfg.training.num_envs, cfg.algo.gamma) == (4, 0.95)
 
-    (tmp_path / "sac_mujoco.bad.yaml").write_text("algo:\n  num_env: 4\n")
+    (tmp_path / "sac_mujoco.bad.yaml").write_text("training:\n  num_env: 4\n")
     with pytest.raises(ConfigError, match="sac_mujoco.bad.yaml.*did you mean 'training.num_envs'"):
         resolve_config(model, owner_config_files(tmp_path, "sac", "mujoco", "bad"), [])
 

@@ -36,9 +36,10 @@ def test_cli_train_flashsac_laptop_preset_completes(tmp_path):
     (run,) = list((tmp_path / "logs" / "flashsac" / "g1_walk_flat").iterdir())
     summary = json.loads((run / "run_summary.json").read_text())
     assert summary["status"] == "normal_completion" and summary["iterations"] == 5
-    config = json.loads((run / "run_config.json").read_text())["config"]["algo"]
+    full = json.loads((run / "run_config.json").read_text())["config"]
+    config = full["algo"]
     # Owner YAML, then the laptop preset, then the command line.
-    assert (config["num_envs"], config["batch_size"], config["max_iterations"]) == (32, 128, 5)
+    assert (full["training"]["num_envs"], config["batch_size"], full["training"]["max_iterations"]) == (32, 128, 5)
     assert (config["gamma"], config["tau"], config["num_bins"]) == (0.97, 0.01, 101)
     ckpt = torch.load(run / "model_last.pt", weights_only=True)
     assert ckpt["algo"] == "flashsac" and "critic_target" in ckpt["agent"]

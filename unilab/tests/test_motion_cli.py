@@ -31,7 +31,7 @@ def test_train_laptop_preset_completes(tmp_path):
     assert summary["iterations"] == 5 and summary["num_envs"] == 32
     config = json.loads((run_dir / "run_config.json").read_text())["config"]
     assert config["env"]["motion"]["file"] is None and config["env"]["episode_length_s"] == 10.0
-    assert config["algo"]["runtime"] == "sync"  # the laptop preset over the owner YAML's async
+    assert config["runtime"]["mode"] == "sync"  # the laptop preset over the owner YAML's async
 
 
 def test_motion_probe_plays_the_clip_from_an_exported_policy(tmp_path):

@@ -56,7 +56,7 @@ def test_short_training_run_writes_a_complete_run_directory(tmp_path):
         assert key in summary
     assert isinstance(summary["episode_rewards"], dict)
     config = json.loads((run / "run_config.json").read_text())
-    assert config["config"]["algo"]["num_envs"] == 4
+    assert config["config"]["training"]["num_envs"] == 4
     assert config["plugins"]["sim"]["distribution"] == "unisim"
     assert (run / "model_3.pt").exists() and (run / "model_6.pt").exists()
     ckpt = torch.load(run / "model_last.pt", weights_only=False)

@@ -37,8 +37,9 @@ def test_cli_flashsac_async_laptop_completes_and_leaves_no_process(tmp_path):
     assert summary["collector_policy_device"] == "cpu"  # "learner" on a CPU learner
     assert summary["collector_exitcode"] == 0 and summary["cleanup_errors"] == []
     assert summary["transfer"]["blocks"] == 2 and summary["transfer"]["weight_broadcasts"] >= 1
-    config = json.loads((run / "run_config.json").read_text())["config"]["algo"]
-    assert (config["runtime"], config["num_envs"], config["block_steps"]) == ("async", 32, 8)
+    config = json.loads((run / "run_config.json").read_text())["config"]
+    runtime = config["runtime"]
+    assert (runtime["mode"], config["training"]["num_envs"], runtime["block_steps"]) == ("async", 32, 8)
     ckpt = torch.load(run / "model_last.pt", weights_only=True)
     assert ckpt["algo"] == "flashsac" and ckpt["agent"]["num_critic_updates"] >= 5
     # The whole session (learner, collector, resource tracker) is gone; the tracker may take a
