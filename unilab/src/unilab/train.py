@@ -562,6 +562,10 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
         },
     )
     writer = SummaryWriter(log_dir=str(run_dir))
+    from unilab.eval.training import TrainingEvaluator
+
+    evaluator = TrainingEvaluator.for_run(cfg, task_reg, run_dir, env.num_envs * context["dist"].world_size,
+                                          writer, summary.update)
     max_iterations = cfg.algo.max_iterations
     start_iteration = agent.iteration
     state: dict[str, Any] = {"iteration": start_iteration, "checkpoint": None}
@@ -660,13 +664,15 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             pending.clear()
         if progress is not None:
             progress.update(iteration, metrics, stats)
+        evaluator.maybe_start(iteration, agent)  # the suite on a snapshot, in a background process
+        evaluator.poll()
         if iteration % cfg.training.checkpoint_interval == 0 and iteration < max_iterations:
             save_checkpoint(iteration)
             summary.update(checkpoint=state["checkpoint"], **stats)
 
     runner = _make_runner(algo_reg, env, agent, context)
     status, error = "normal_completion", None
-    t0 = time.monotonic()
+    t0 = evaluator.t0 = time.monotonic()
     with interrupts.installed():
         try:
             runner.learn(max_iterations - start_iteration, on_iteration=on_iteration)
@@ -693,6 +699,8 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
                 save_checkpoint(state["iteration"])
             except Exception as exc:  # noqa: BLE001 - recorded, the run's own error wins
                 error = (error + "; " if error else "") + f"checkpoint failed: {exc}"
+            # A completed run's final policy is evaluated too; any other end only stops the worker.
+            evaluator.close(agent if status == "normal_completion" else None, state["iteration"])
             writer.flush()
             writer.close()
             done_steps = (state["iteration"] - start_iteration) * steps_per_iteration
