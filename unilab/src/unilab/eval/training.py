@@ -53,6 +53,7 @@ class TrainingEvaluator:
         record: ``record(**fields)`` stores fields in ``run_summary.json`` (the run's
             :meth:`unilab.runs.RunSummary.update`).
         suite: suite name (None: the task's first).
+        cases: case names (None: all).
         num_envs: rows per case (None: the suite's ``training_num_envs``).
         threads: physics and torch threads of the worker.
         nice: added to the worker's CPU niceness (lower priority than collection and learning).
@@ -69,6 +70,7 @@ class TrainingEvaluator:
         writer: Any = None,
         record: Callable[..., None] | None = None,
         suite: str | None = None,
+        cases: list[str] | None = None,
         num_envs: int | None = None,
         threads: int = 1,
         nice: int = 10,
@@ -80,7 +82,8 @@ class TrainingEvaluator:
         self.steps_per_iteration = int(steps_per_iteration)
         self.writer = writer
         self._record = record
-        self.suite, self.num_envs, self.threads, self.nice, self.seed = suite, num_envs, threads, nice, seed
+        self.suite, self.cases, self.num_envs = suite, cases, num_envs
+        self.threads, self.nice, self.seed = threads, nice, seed
         self.t0 = time.monotonic() if t0 is None else t0
         self.history: list[dict[str, Any]] = []
         self.time_to_pass: dict[str, Any] | None = None
@@ -142,8 +145,8 @@ class TrainingEvaluator:
         self._requests, self._results = ctx.Queue(), ctx.Queue()
         self._proc = ctx.Process(
             target=_worker, name="unilab-eval", daemon=True,
-            args=(str(self.run_dir), self.suite, self.num_envs, self.seed, self.threads, self.nice, group,
-                  self._requests, self._results, os.getpid()),
+            args=(str(self.run_dir), self.suite, self.cases, self.num_envs, self.seed, self.threads, self.nice,
+                  group, self._requests, self._results, os.getpid()),
         )  # fmt: skip
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child starts with Ctrl-C ignored
         try:
@@ -273,8 +276,8 @@ class TrainingEvaluator:
             self._requests = self._results = None
 
 
-def _worker(run_dir: str, suite: str | None, num_envs: int | None, seed: int, threads: int, nice: int, group: str,
-            requests, results, parent_pid: int) -> None:
+def _worker(run_dir: str, suite: str | None, cases: list[str] | None, num_envs: int | None, seed: int, threads: int,
+            nice: int, group: str, requests, results, parent_pid: int) -> None:
     """The evaluation process: build the session and a policy frame once, then evaluate each
     snapshot ``(iteration, flat weights)`` until ``None`` or the parent is gone."""
     os.environ["CUDA_VISIBLE_DEVICES"] = ""  # a CPU process: never a CUDA context
@@ -292,7 +295,7 @@ def _worker(run_dir: str, suite: str | None, num_envs: int | None, seed: int, th
 
     torch.set_num_threads(threads)
     try:
-        session = EvalSession(Path(run_dir), suite, None, num_envs, seed, overrides=(f"sim.nthread={threads}",),
+        session = EvalSession(Path(run_dir), suite, cases, num_envs, seed, overrides=(f"sim.nthread={threads}",),
                               for_training=True)
         policy, _ = untrained_policy(session.loaded, session.env)
     except BaseException as exc:  # noqa: BLE001 - reported to the trainer, which records it
