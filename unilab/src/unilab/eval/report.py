@@ -105,8 +105,9 @@ def print_report(result: SuiteResult, record: dict[str, Any], file=None) -> None
     file = file or sys.stdout
     console = Console(file=file, width=None if file.isatty() else 160, highlight=False)
     p = record["policy"]
+    layout = result.settings.get("layout") or f"{record['num_envs']} rows per case"
     title = (f"{result.suite}: {record['task']} {p['kind']} {p['file']} (iteration {p['iteration']}), "
-             f"{record['num_envs']} rows per case, {record['rows']} rows")
+             f"{layout}, {record['rows']} env rows")
     table = Table(*result.columns, title=title, title_justify="left")
     for row in result.rows:
         style = None if row[-1].startswith("pass") else "red"

@@ -92,6 +92,7 @@ class EvalSession:
         self._settings = [*self.plan.overrides, f"training.seed={self.seed}", *self.overrides]
         self.loaded = run_config(self.run_dir, self._settings, checkpoint=checkpoint, payload=self.payload, play=False)
         self._make_env = make_env
+        self._cache: dict[str, Any] = {}
         self.env = make_env(self.loaded, self.plan.rows)
 
     @property
@@ -117,7 +118,7 @@ class EvalSession:
         if generator is not None:
             generator.manual_seed(self.seed)
         ctx = EvalContext(cfg=self.loaded.cfg, plan=self.plan, group=group, seed=self.seed,
-                          build_env=self.build_env, progress=progress)
+                          build_env=self.build_env, progress=progress, cache=self._cache)
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:

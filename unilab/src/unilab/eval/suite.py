@@ -54,6 +54,7 @@ class EvalContext:
             ``key=value`` settings (e.g. to read the task's domain-randomization events); the
             caller closes it.
         progress: ``progress(done, total)`` called as the rollout advances, or None.
+        cache: kept across the evaluations of one env (e.g. what a suite read from another env).
     """
 
     cfg: Any
@@ -62,6 +63,7 @@ class EvalContext:
     seed: int = 0
     build_env: Callable[[list[str], int], Any] | None = None
     progress: Callable[[int, int], None] | None = None
+    cache: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -78,7 +80,8 @@ class SuiteResult:
         cases: one JSON-able dict per case (or clip), with at least ``name`` and ``passed``.
         columns: header of the stdout table.
         rows: one list of strings per table row (already formatted), ``len(columns)`` each.
-        settings: the suite's settings (durations, thresholds, rows per case, ...), JSON-able.
+        settings: the suite's settings (durations, thresholds, rows per case, ...), JSON-able;
+            ``layout`` says in words how rows map onto cases.
         notes: lines printed under the table (legend, skipped cases).
         steps: env steps rolled out (rows x steps), for the cost of the evaluation.
     """

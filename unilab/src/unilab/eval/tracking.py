@@ -135,7 +135,7 @@ class TrackingSuite(EvalSuite):
             columns=["clip", "frames", "from frame 0", "body pos rel / world m", "joint rad", "body ori rad",
                      self.body_pos_kernel, "random starts", "result"],
             rows=[self._row(r) for r in records],
-            settings={"rows_per_clip": 1 + n, "random_starts_per_clip": n, "random_min_s": self.random_min_s,
+            settings={"layout": f"per clip 1 row from frame 0 and {n} from random frames", "rows_per_clip": 1 + n, "random_starts_per_clip": n, "random_min_s": self.random_min_s,
                       "completion_bar": self.completion_bar, "body_pos_kernel": self.body_pos_kernel,
                       "body_pos_kernel_bar": self.body_pos_kernel_bar, "seed": ctx.seed},
             notes=self._notes(records),

@@ -4,7 +4,7 @@ Every ``eval_interval`` iterations, :meth:`TrainingEvaluator.maybe_start` copies
 deterministic policy weights to the CPU (one flat float32 vector,
 :func:`unilab_rl.async_runtime.flat_state`) and hands them to a background process that holds
 its own small env of the run (the suite with ``training_num_envs`` rows per case, one physics
-thread, one torch thread, at a lower CPU priority) and a CPU copy of the actor. Collection and
+thread, one torch thread, at the lowest CPU priority, nice 19) and a CPU copy of the actor. Collection and
 the learner go on meanwhile; :meth:`TrainingEvaluator.poll` picks a finished result up, logs
 ``Eval/*`` scalars to TensorBoard (at the snapshot's iteration and wall time) and records
 ``eval_during_training`` and ``time_to_eval_pass`` in ``run_summary.json``. A snapshot that falls
@@ -73,7 +73,7 @@ class TrainingEvaluator:
         cases: list[str] | None = None,
         num_envs: int | None = None,
         threads: int = 1,
-        nice: int = 10,
+        nice: int = 19,
         seed: int = 0,
         t0: float | None = None,
     ) -> None:

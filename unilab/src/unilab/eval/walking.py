@@ -338,6 +338,7 @@ class WalkingSuite(EvalSuite):
                      "result"],
             rows=[self._row(r) for r in records],
             settings={
+                "layout": f"{n} row{'s' if n > 1 else ''} per case",
                 "settle_s": settle * env.step_dt, "measure_s": measure * env.step_dt, "rows_per_case": n,
                 "lin_tol": list(self.lin_tol), "yaw_tol": list(self.yaw_tol), "push_min_up": self.push_min_up,
                 "robustness_command": list(self.robustness_command),
@@ -363,14 +364,17 @@ class WalkingSuite(EvalSuite):
         with ``dr_overrides``, to rows ``ids``."""
         from unilab.train import UserError
 
-        if ctx.build_env is None:
-            raise UserError("the dr case needs to build an env with domain randomization on")
-        probe = ctx.build_env(list(self.dr_overrides), 1)
-        try:
-            events = getattr(getattr(probe, "cfg", None), "events", None) or {}
-            startup = [t for t in events.values() if getattr(t, "mode", None) == "startup"]
-        finally:
-            probe.close()
+        startup = ctx.cache.get("dr_startup_events")
+        if startup is None:
+            if ctx.build_env is None:
+                raise UserError("the dr case needs to build an env with domain randomization on")
+            probe = ctx.build_env(list(self.dr_overrides), 1)
+            try:
+                events = getattr(getattr(probe, "cfg", None), "events", None) or {}
+                startup = [t for t in events.values() if getattr(t, "mode", None) == "startup"]
+            finally:
+                probe.close()
+            ctx.cache["dr_startup_events"] = startup
         if not startup:
             raise UserError(f"the dr case found no startup (domain randomization) events with {list(self.dr_overrides)}")
         for term in startup:
