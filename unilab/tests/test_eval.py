@@ -180,6 +180,21 @@ def test_robustness_cases_switch_their_disturbance_on_for_their_rows_only(tmp_pa
     assert (friction[rows["fwd0.5"]] == friction[0]).all() and (friction[rows["dr"]] != friction[0]).all()
 
 
+def test_a_session_evaluates_again_with_the_same_draws_and_the_same_result(tmp_path):
+    """The env is reused (as during training): every evaluation meets the same draws, and the dr
+    rows' randomization is not drawn again on top of the first."""
+    run = config_only_run(tmp_path, "g1_walk_flat")
+    session = EvalSession(run, walking(settle_s=0.1, measure_s=0.5), ["fwd0.5", "dr"], 1, overrides=THREADS)
+    zero = lambda o: torch.zeros(o.shape[0], session.env.num_actions)  # noqa: E731
+    try:
+        first, second = session.run(zero), session.run(zero)
+    finally:
+        session.close()
+    assert first.cases == second.cases
+    a, b = (c["vx"]["mean"] for c in first.cases)
+    assert a != b  # the dr row's robot differs from the nominal one
+
+
 # ============================================================================ checkpoints and ONNX
 @pytest.fixture(scope="module")
 def walk_run(tmp_path_factory) -> Path:

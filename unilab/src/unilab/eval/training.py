@@ -25,11 +25,13 @@ Any training loop can drive it::
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing as mp
 import os
 import queue
 import signal
+import sys
 import time
 import traceback
 from pathlib import Path
@@ -282,6 +284,11 @@ def _worker(run_dir: str, suite: str | None, cases: list[str] | None, num_envs: 
     snapshot ``(iteration, flat weights)`` until ``None`` or the parent is gone."""
     os.environ["CUDA_VISIBLE_DEVICES"] = ""  # a CPU process: never a CUDA context
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the group; the trainer ends this process
+    if sys.platform.startswith("linux"):  # the kernel ends this process if the trainer dies (PR_SET_PDEATHSIG)
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+        except OSError:
+            pass
     try:
         os.nice(nice)
     except OSError:

@@ -262,8 +262,12 @@ class WalkingSuite(EvalSuite):
             manager.noise_rows = is_kind["obs_noise"].to(env.device)
         push_timers = self._push_timers(env) if is_kind["push"].any() else {}
         quiet = (~is_kind["push"]).to(env.device)
-        if is_kind["dr"].any():
+        if is_kind["dr"].any() and not ctx.cache.get("dr_applied"):
+            # once per env: the events add to the model (CoM offsets), so a second draw would stack
             self._randomize(env, is_kind["dr"].nonzero().flatten().to(env.device), ctx)
+            ctx.cache["dr_applied"] = True
+        if getattr(env, "generator", None) is not None:  # the same reset draws whether or not dr drew just now
+            env.generator.manual_seed(ctx.seed)
 
         def calm() -> None:  # interval events (pushes) only on the push rows
             for left in push_timers.values():
@@ -364,17 +368,14 @@ class WalkingSuite(EvalSuite):
         with ``dr_overrides``, to rows ``ids``."""
         from unilab.train import UserError
 
-        startup = ctx.cache.get("dr_startup_events")
-        if startup is None:
-            if ctx.build_env is None:
-                raise UserError("the dr case needs to build an env with domain randomization on")
-            probe = ctx.build_env(list(self.dr_overrides), 1)
-            try:
-                events = getattr(getattr(probe, "cfg", None), "events", None) or {}
-                startup = [t for t in events.values() if getattr(t, "mode", None) == "startup"]
-            finally:
-                probe.close()
-            ctx.cache["dr_startup_events"] = startup
+        if ctx.build_env is None:
+            raise UserError("the dr case needs to build an env with domain randomization on")
+        probe = ctx.build_env(list(self.dr_overrides), 1)
+        try:
+            events = getattr(getattr(probe, "cfg", None), "events", None) or {}
+            startup = [t for t in events.values() if getattr(t, "mode", None) == "startup"]
+        finally:
+            probe.close()
         if not startup:
             raise UserError(f"the dr case found no startup (domain randomization) events with {list(self.dr_overrides)}")
         for term in startup:
