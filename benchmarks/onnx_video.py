@@ -5,8 +5,9 @@ One command, from the repository root (packages installed; offscreen OpenGL: EGL
     python benchmarks/onnx_video.py logs/sac/g1_walk_flat/RUN --out walk.mp4 --strip walk.png
 
 Unlike ``unilab play`` it needs no checkpoint: it rolls out ``<run>/policy.onnx`` (onnxruntime,
-CPU) in one world of the run's env (rebuilt as :mod:`tracking_probe` does: no observation
-noise, no pushes, no start offset), holds each command of ``--script`` for its duration, and
+CPU) in one world of the run's env (rebuilt from ``run_config.json`` with no observation noise, no
+pushes and no start offset; the policy is :class:`unilab.eval.policy.OnnxPolicy`), holds each
+command of ``--script`` for its duration (:func:`unilab.eval.walking.hold_command`), and
 renders world 0 with :func:`unilab.deploy.video.render_video` (camera tracking the pelvis).
 ``--strip`` also writes a row of evenly spaced frames as a PNG. It prints the frames, the falls
 and the distance the base travelled.
@@ -18,14 +19,10 @@ stands, walks forward at 0.5 and 1.0 m/s, turns while walking, steps sideways, w
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import tracking_probe  # noqa: E402  (sibling benchmark: run config loading, ONNX policy, held commands)
 
 DEFAULT_SCRIPT = "0:0:0@1.5,0.5:0:0@3,1:0:0@3,0.5:0:0.8@3,0:0.3:0@2,-0.5:0:0@2.5,0:0:0@1.5"
 
@@ -67,20 +64,21 @@ def main(argv: list[str] | None = None) -> int:
     width, height = (int(v) for v in args.size.split("x"))
 
     torch.set_num_threads(1)
-    from unilab.deploy.loading import make_env
+    from unilab.deploy.loading import make_env, run_config
     from unilab.deploy.video import render_video
+    from unilab.eval.policy import OnnxPolicy
+    from unilab.eval.walking import hold_command
 
-    loaded = tracking_probe.load_config(args.run, [
+    loaded = run_config(args.run, [
         "env.observation_noise=false", "env.push.enabled=false", "env.reset_xy_m=0.0",
         "env.reset_yaw_rad=0.0", "sim.nthread=1", "training.seed=0",
-    ])
+    ], checkpoint=args.run / "policy.onnx", play=False)
     env = make_env(loaded, 1)
-    policy = tracking_probe.OnnxPolicy(args.run / "policy.onnx")
+    policy = OnnxPolicy(args.run / "policy.onnx")
     obs, qpos, falls, step = env.reset(), [], 0, 0
     for cmd, seconds in script:
-        tracking_probe.hold_command(env, cmd)
+        hold_command(env, cmd)  # from this step on
         for _ in range(round(seconds / env.step_dt)):
-            env.commands["twist"].command[:] = torch.tensor(cmd)  # from this step on, not the next draw
             obs, _, terminated, _, _ = env.step(policy(obs["actor"]))
             falls += int(terminated.sum())
             if step % args.stride == 0:

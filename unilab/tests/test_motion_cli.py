@@ -1,4 +1,4 @@
-"""`unilab motion import|inspect` and a laptop-preset training run of g1_motion_tracking."""
+"""`unilab motion import|inspect`, a laptop-preset training run of g1_motion_tracking and its\nevaluation from policy.onnx."""
 
 from __future__ import annotations
 
@@ -34,31 +34,33 @@ def test_train_laptop_preset_completes(tmp_path):
     assert config["runtime"]["mode"] == "sync"  # the laptop preset over the owner YAML's async
 
 
-def test_motion_probe_plays_the_clip_from_an_exported_policy(tmp_path):
+def test_eval_plays_the_clip_from_an_exported_policy_alone(tmp_path):
     result = run("train", "--algo", "sac", "--task", "g1_motion_tracking", "--sim", "mujoco",
                  "--preset", "laptop", "training.max_iterations=3", "training.num_envs=4", "training.no_play=true",
                  "sim.nthread=1", f"training.log_dir={tmp_path / 'logs'}", cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr
     (run_dir,) = (tmp_path / "logs" / "sac" / "g1_motion_tracking").iterdir()
     assert run("export", str(run_dir), cwd=tmp_path).returncode == 0
-    for f in run_dir.glob("model_*.pt"):  # the probe needs no checkpoint
+    for f in run_dir.glob("model_*.pt"):  # evaluation needs no checkpoint
         f.unlink()
-    probe = Path(__file__).resolve().parents[2] / "benchmarks" / "motion_probe.py"
-    out = subprocess.run([sys.executable, str(probe), str(run_dir), "--num-envs", "3", "--json",
-                          str(tmp_path / "probe.json")], capture_output=True, text=True, timeout=240)  # fmt: skip
+    out = run("eval", str(run_dir), "--num-envs", "2", "--json", str(tmp_path / "eval.json"), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    r = json.loads((tmp_path / "probe.json").read_text())
-    assert r["clip_steps"] == 300 and r["num_envs"] == 3  # the 6 s default clip at 50 Hz
-    # An untrained policy falls: rows that fail end early, completed rows play the whole clip.
-    assert 0 <= r["completed"] <= 3 and 0 < r["episode_length_fraction"] <= 1
-    if r["completed"] == 3:
-        assert r["mean_episode_length"] == 300
+    r = json.loads((tmp_path / "eval.json").read_text())
+    assert r["suite"] == "tracking" and r["policy"]["kind"] == "onnx" and r["rows"] == 3
+    (clip,) = r["cases"]
+    assert clip["name"] == "default" and clip["frames"] == 301  # the 6 s default clip at 50 Hz
+    start = clip["from_start"]
+    # An untrained policy falls: a failed row names the failure term, a completed one played the clip.
+    if start["completed"]:
+        assert start["frames_played"] == 299 and start["failure"] is None
     else:
-        assert r["mean_episode_length"] < 300 and set(r["terminations"]) - {"motion_end"}
-    assert set(r["kernels"]) == {"motion_global_anchor_pos", "motion_global_anchor_ori", "motion_body_pos",
-                                 "motion_body_ori", "motion_body_lin_vel", "motion_body_ang_vel"}
-    assert all(0 < k <= 1 for k in r["kernels"].values())
-    assert "tracking bar" in out.stdout
+        assert start["frames_played"] < 299 and start["failure"] in ("anchor_pos", "anchor_ori")
+    assert set(start["kernels"]) == {"motion_global_anchor_pos", "motion_global_anchor_ori", "motion_body_pos",
+                                     "motion_body_ori", "motion_body_lin_vel", "motion_body_ang_vel"}
+    assert all(0 < k <= 1 for k in start["kernels"].values())
+    assert r["headline"] == float(start["completed"])
+    assert "clips completed from frame 0" in out.stdout
+    assert json.loads((run_dir / "run_summary.json").read_text())["eval"]["tracking"]["cases"] == r["cases"]
 
 
 def test_bad_motion_file_is_one_error_line(tmp_path):

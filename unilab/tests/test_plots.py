@@ -76,3 +76,12 @@ def test_default_panels_show_the_task_headline_term(run_dir, tmp_path_factory):
     assert motion == ["Train/mean_episode_length", "Train/mean_reward", "Episode_Reward/motion_body_pos"]
     assert default_panels([]) == DEFAULT_PANELS  # nothing logged: the walking panels, "no data"
     assert png_size(write_learning_curve(motion_dir))[0] > 1000
+
+
+def test_an_eval_panel_follows_when_the_run_logged_evaluations():
+    from unilab.plots import EVAL_PANEL
+
+    walk = ["Train/mean_episode_length", "Episode_Reward/track_linear_velocity"]
+    assert EVAL_PANEL not in default_panels(walk)
+    panels = default_panels([*walk, "Eval/headline", "Eval/stand/passed"])
+    assert panels[-1] == EVAL_PANEL and panels[:-1] == DEFAULT_PANELS

@@ -3,6 +3,7 @@
     unilab train --algo sac --task g1_walk_flat --sim mujoco training.max_iterations=100
     unilab play latest            # roll out the last checkpoint, print returns, write an mp4
     unilab export latest          # policy.onnx with metadata, verified against torch
+    unilab eval latest            # the task's evaluation suite: table, JSON, run_summary.json
     unilab plugins
     unilab config --algo sac --task g1_walk_flat --preset laptop   # every key, resolved, as YAML
     unilab motion import clip.csv --out clip.npz     # LAFAN1-style CSV (30 fps) -> npz (50 fps)
@@ -234,6 +235,44 @@ def export(
         typer.echo(line)
     if not result.verified:
         raise typer.Exit(1)
+
+
+@app.command("eval", context_settings={"allow_extra_args": False})
+def eval_command(
+    run: str = typer.Argument(..., help=_RUN_HELP),
+    checkpoint: Optional[str] = typer.Option(
+        None, "--checkpoint",
+        help="model_N.pt, model_last.pt or an .onnx file (default: model_last.pt, else the newest checkpoint, "
+        "else policy.onnx)",
+    ),
+    suite: Optional[str] = typer.Option(None, "--suite", help="the task's suite (default: its first)"),
+    case: Optional[List[str]] = typer.Option(
+        None, "--case", help="cases (walking) or clips (tracking), comma-separated or repeated; default: all"
+    ),
+    num_envs: Optional[int] = typer.Option(
+        None, "--num-envs", help="rows per case (walking) or random starts per clip (tracking)"
+    ),
+    json_out: Optional[str] = typer.Option(
+        None, "--json", help="JSON record to write (default: <run>/eval_<suite>.json)"
+    ),
+    seed: int = typer.Option(0, "--seed", help="seed of the env's draws"),
+    log_dir: str = typer.Option("logs", "--log-dir", help="where 'latest' looks"),
+) -> None:
+    """Evaluate the deterministic policy with the task's suite: a table, a JSON record and an
+    ``eval`` entry in run_summary.json (docs/eval.md).
+
+    Works from a checkpoint or from policy.onnx alone. Exit 0 whether or not the suite passes
+    (the verdict is in the output), 2 on bad input.
+    """
+    from unilab.eval.runner import evaluate
+    from unilab.train import UserError
+
+    cases = [c.strip() for item in case or [] for c in item.split(",") if c.strip()] or None
+    try:
+        evaluate(run, checkpoint=checkpoint, suite=suite, cases=cases, num_envs=num_envs, json_path=json_out,
+                 log_dir=log_dir, seed=seed)
+    except UserError as exc:
+        _fail(str(exc))
 
 
 @app.command("config", cls=_OverridesCommand, context_settings={"allow_extra_args": False})

@@ -84,6 +84,11 @@ class TrainingConfig(BaseModel):
         5, ge=1, description="numbered checkpoints kept (the oldest are deleted); model_last.pt always"
     )
     log_interval: int = Field(10, ge=1, description="iterations between metric writes")
+    eval_interval: int = Field(
+        0, ge=0,
+        description="iterations between evaluations of the deterministic policy with the task's suite, in a "
+        "background process (Eval/* in TensorBoard, time_to_eval_pass in run_summary.json; docs/eval.md); 0: off",
+    )
     progress: bool | None = Field(
         None,
         description="true: progress bar; false: none; unset: a bar in a terminal, else a plain "

@@ -36,12 +36,18 @@ HEADLINE_TERMS: tuple[tuple[str, str], ...] = (
 )
 
 
+#: The evaluation panel (``training.eval_interval``): the suite's headline, a share in [0, 1].
+EVAL_PANEL: tuple[str, str] = ("Eval/headline", "eval: suite headline (share, deterministic policy)")
+
+
 def default_panels(tags) -> tuple[tuple[str, str], ...]:
     """:data:`DEFAULT_PANELS` with its last panel set to the first of :data:`HEADLINE_TERMS` among
-    ``tags`` (the run's logged scalar tags); unchanged when none was logged."""
+    ``tags`` (the run's logged scalar tags; unchanged when none was logged), then
+    :data:`EVAL_PANEL` when the run logged evaluations."""
     tags = set(tags)
     headline = next((term for term in HEADLINE_TERMS if term[0] in tags), DEFAULT_PANELS[-1])
-    return (*DEFAULT_PANELS[:-1], headline)
+    panels = (*DEFAULT_PANELS[:-1], headline)
+    return (*panels, EVAL_PANEL) if EVAL_PANEL[0] in tags else panels
 
 
 def read_scalars(run_dir: str | Path) -> dict[str, list[tuple[int, float, float]]]:
@@ -146,7 +152,9 @@ def write_learning_curve(
                 ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
                 continue
             x = [p[0] * per_step for p in points] if row == 0 else [(p[1] - t0) / 60.0 for p in points]
-            ax.plot(x, [p[2] for p in points], lw=1.2)
+            ax.plot(x, [p[2] for p in points], lw=1.2, marker="o" if tag == EVAL_PANEL[0] else None, ms=3)
+            if tag == EVAL_PANEL[0]:
+                ax.set_ylim(-0.03, 1.03)
             if tag in targets:
                 ax.axhline(targets[tag], ls="--", lw=1.0, color="tab:red")
     fig.suptitle("/".join(run_dir.resolve().parts[-3:]), fontsize=11)
@@ -157,4 +165,4 @@ def write_learning_curve(
     return path
 
 
-__all__ = ["DEFAULT_PANELS", "FILENAME", "HEADLINE_TERMS", "default_panels", "read_scalars", "write_learning_curve"]
+__all__ = ["DEFAULT_PANELS", "EVAL_PANEL", "FILENAME", "HEADLINE_TERMS", "default_panels", "read_scalars", "write_learning_curve"]

@@ -112,13 +112,18 @@ def _learn_into(run_dir: Path, summary: runs.RunSummary, p: RunPlan, env, learne
     Raises:
         RunFailed: an ``OSError`` (a full disk) stopped the run or kept its last checkpoint out.
     """
+    from unilab.eval.training import EvalHooks, TrainingEvaluator
+
     training = p.cfg.training
+    steps_per_iteration = env.num_envs * p.dctx.world_size
     hooks = RunDirHooks(
         run_dir, learner, {"algo": p.algo, "task": p.task, "config": p.cfg.model_dump(mode="json")},
         training.keep_checkpoints, summary, make_progress(training.progress, training.max_iterations,
-                                                          env.num_envs * p.dctx.world_size),
+                                                          steps_per_iteration),
         interrupts, p.dctx, training.log_interval, training.max_iterations,
     )
+    evaluator = TrainingEvaluator.for_run(p.cfg, p.task_reg, run_dir, steps_per_iteration, hooks.writer, summary.update)
+    hooks.extra.append(EvalHooks(evaluator, learner))
     try:
         result = _learn(p, env, learner, hooks, interrupts)
     except OSError as exc:

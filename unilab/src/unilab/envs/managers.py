@@ -118,12 +118,15 @@ class ObservationManager:
         dims: group -> observation width.
         layout: group -> list of (term name, start, stop) column ranges.
         noise_enabled: add the terms' noise (the env sets it from ``EnvCfg.noise``).
+        noise_rows: (N,) bool rows that get the noise, or None (every row); the draws are made
+            for every row either way (evaluation runs noisy and noise-free cases in one env).
     """
 
     def __init__(self, env: "ManagerBasedRlEnv", groups: dict[str, dict[str, ObsTerm]]) -> None:
         self.env = env
         self.groups = groups
         self.noise_enabled = True
+        self.noise_rows: torch.Tensor | None = None
         self.dims: dict[str, int] = {}
         self.layout: dict[str, list[tuple[str, int, int]]] = {}
         self._noise: dict[str, tuple[slice | torch.Tensor, torch.Tensor] | None] = {}
@@ -185,6 +188,9 @@ class ObservationManager:
                 u = torch.rand((obs.shape[0], len(scale)), device=obs.device,
                                generator=self.env.generator)
                 u.mul_(2.0).sub_(1.0).mul_(scale)
+                if self.noise_rows is not None:
+                    rows = self.noise_rows if env_ids is None else self.noise_rows[env_ids]
+                    u.mul_(rows[:, None])
                 if isinstance(cols, slice):
                     obs[:, cols] += u
                 else:

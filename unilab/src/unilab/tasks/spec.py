@@ -1,4 +1,5 @@
-"""What a task registers: its settings model, its env builder and its owner YAML defaults."""
+"""What a task registers: its settings model, its env builder, its owner YAML defaults and its
+evaluation suites."""
 
 from __future__ import annotations
 
@@ -21,9 +22,13 @@ class TaskSpec:
             ``<algo>_<sim>.<preset>.yaml``, each a mapping of ``algo``/``env``/``sim``/``training``
             sections applied over the code defaults.
         description: one line for ``unilab plugins``.
+        eval_suites: the task's evaluation suites (:class:`unilab.eval.suite.EvalSuite`), the
+            first being the default of ``unilab eval`` and of the evaluation during training
+            (``training.eval_interval``); empty: the task cannot be evaluated.
     """
 
     config_cls: type[BaseModel]
     make_env: Callable[..., Any]
     owner_configs: Path | None = None
     description: str = ""
+    eval_suites: tuple[Any, ...] = ()

@@ -225,6 +225,25 @@ class MotionCommand:
         self.write_reference_state(env_ids)
         self._refresh()
 
+    def start_at(self, env_ids: torch.Tensor, frames: torch.Tensor, clip_ids: torch.Tensor | None = None) -> None:
+        """Put rows ``env_ids`` at ``frames`` of the clip, in its reference state plus the RSI noise
+        (evaluation plays clips from chosen frames; ``unilab eval``'s tracking suite).
+
+        Args:
+            env_ids: (k,) int64 rows.
+            frames: (k,) int64 frames, clamped to the clip.
+            clip_ids: (k,) int64 clip of each row; this command holds one clip, index 0.
+
+        Raises:
+            ValueError: a clip index other than 0.
+        """
+        if clip_ids is not None and bool((clip_ids != 0).any()):
+            raise ValueError("this motion command holds one clip: clip_ids must be 0")
+        dev = self.time_steps.device
+        self.time_steps[env_ids.to(dev)] = frames.to(dev, torch.long).clamp(0, self.num_frames - 1)
+        self.write_reference_state(env_ids.to(dev))
+        self._refresh()
+
     def metrics(self) -> dict[str, float]:
         """Sampling metrics, logged as ``Metrics/motion/<name>``."""
         return {f"Metrics/motion/{k}": v for k, v in self.sampler.metrics().items()}
