@@ -5,7 +5,7 @@ One command, from the repository root (packages installed):
 
     python benchmarks/eval_overhead.py --algo sac --task g1_walk_flat --iterations 1500 --eval-interval 250
     python benchmarks/eval_overhead.py --algo sac --task g1_walk_flat --preset laptop --iterations 60 \\
-        --eval-interval 20 --repeats 2 algo.num_envs=32
+        --eval-interval 20 --repeats 2 training.num_envs=32
 
 Each repeat trains twice (``training.eval_interval=0``, then the given interval; the order
 alternates between repeats so a drift of the machine's load does not favour one), with
@@ -35,7 +35,7 @@ def train_once(args, interval: int, log_dir: Path) -> dict:
     unilab = str(Path(sys.executable).parent / "unilab")
     cmd = [unilab, "train", "--algo", args.algo, "--task", args.task, "--sim", args.sim,
            *(["--preset", args.preset] if args.preset else []),
-           f"algo.max_iterations={args.iterations}", f"training.eval_interval={interval}",
+           f"training.max_iterations={args.iterations}", f"training.eval_interval={interval}",
            "training.no_play=true", "training.progress=false", f"training.log_dir={log_dir}", *args.overrides]
     t0 = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True)

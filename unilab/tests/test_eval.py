@@ -26,7 +26,7 @@ from unilab.train import train
 from unilab.utils.math import quat_from_yaw
 
 TINY = [
-    "algo.num_envs=2", "algo.max_iterations=2", "algo.batch_size=16", "algo.num_updates=1",
+    "training.num_envs=2", "training.max_iterations=2", "algo.batch_size=16", "algo.num_updates=1",
     "algo.learning_starts=1", "algo.buffer_size_per_env=8", "sim.nthread=1", "training.device=cpu",
     "training.progress=false", "training.no_play=true",
 ]

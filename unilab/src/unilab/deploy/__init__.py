@@ -75,7 +75,7 @@ def after_training(run_dir: Path) -> dict[str, Any]:
 def _describe(exc: BaseException) -> str:
     """One line for the summary: our own errors as worded, others with their type."""
     from unilab.deploy.export import ExportError
-    from unilab.train import UserError
+    from unilab.errors import UserError
 
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted (Ctrl-C)"

@@ -281,26 +281,28 @@ def make_env(loaded: LoadedRun, num_envs: int):
         raise UserError(f"could not build task {loaded.task!r}: {exc}") from None
 
 
+def cpu_learner(loaded: LoadedRun, env):
+    """The run's learner rebuilt on the CPU for ``env`` with fresh weights, as training built it
+    (the algorithm's ``make_agent``), in one process: the run's execution settings (collectors,
+    shards, CUDA graphs, compilation) belong to the training machine and are not used."""
+    runtime = RuntimeConfig(mode="sync", compile=False, cuda_graph=False, mixed_precision=False)
+    return loaded.algo_reg.item.make_agent(env, algo_config(loaded.algo_reg, loaded.cfg), device=torch.device("cpu"),
+                                           runtime=runtime, max_iterations=loaded.cfg.training.max_iterations)
+
+
 def make_policy(loaded: LoadedRun, env) -> tuple[torch.nn.Module, str]:
     """The checkpoint's deterministic policy on the CPU, in eval mode, and the observation group it
     reads.
 
-    Built as training built the learner (the algorithm's ``make_agent`` on ``env``), loaded from
-    the checkpoint, then ``agent.inference_policy()``: a module mapping raw actor observations
-    (B, obs_dims[actor]) float32 to actions (B, num_actions) float32 in the env's units, with the
-    observation normalizer inside.
+    Built as training built the learner (:func:`cpu_learner`), loaded from the checkpoint, then
+    ``agent.inference_policy()``: a module mapping raw actor observations (B, obs_dims[actor])
+    float32 to actions (B, num_actions) float32 in the env's units, with the observation
+    normalizer inside.
 
     Raises:
-        UserError: the algorithm has no ``inference_policy``, or the checkpoint does not fit the
-            env (different observation or action sizes).
+        UserError: the checkpoint does not fit the env (different observation or action sizes).
     """
-    # This copy only acts, on the CPU, in one process: the run's execution settings (collectors,
-    # shards, CUDA graphs, compilation) belong to the training machine and are not used.
-    runtime = RuntimeConfig(mode="sync", compile=False, cuda_graph=False, mixed_precision=False)
-    agent = loaded.algo_reg.item.make_agent(env, algo_config(loaded.algo_reg, loaded.cfg), device=torch.device("cpu"),
-                                            runtime=runtime, max_iterations=loaded.cfg.training.max_iterations)
-    if not hasattr(agent, "inference_policy"):
-        raise UserError(f"algorithm {loaded.algo!r} has no inference_policy(); it cannot be played or exported")
+    agent = cpu_learner(loaded, env)
     try:
         agent.load_state_dict(loaded.payload["agent"])
     except (KeyError, RuntimeError) as exc:
@@ -308,7 +310,7 @@ def make_policy(loaded: LoadedRun, env) -> tuple[torch.nn.Module, str]:
             f"checkpoint {loaded.checkpoint} does not fit the env rebuilt from run_config.json: "
             f"{str(exc).splitlines()[0]}"
         ) from None
-    return agent.inference_policy().eval(), getattr(agent, "actor_group", "actor")
+    return agent.inference_policy().eval(), agent.actor_group
 
 
 @dataclass

@@ -17,7 +17,7 @@ import torch
 from unilab.deploy import DEFAULT_NUM_ENVS, DEFAULT_STEPS
 from unilab.deploy.loading import load_run, make_env, make_policy, record_result, relative_to_run, rollout
 from unilab.deploy.video import VideoError, VideoResult, check_frame_size, frame_stride, render_video
-from unilab.train import UserError
+from unilab.errors import UserError
 
 
 

@@ -7,7 +7,6 @@ units, the observation normalizer inside; both run on the CPU.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -37,7 +36,7 @@ class OnnxPolicy:
     """
 
     def __init__(self, path: str | os.PathLike[str], threads: int = 1) -> None:
-        from unilab.train import UserError
+        from unilab.errors import UserError
 
         try:
             import onnxruntime as ort
@@ -85,7 +84,7 @@ def resolve_policy_file(run_dir: Path, checkpoint: str | None) -> Path:
     Raises:
         UserError: nothing to evaluate, or no such file (listing what the run has).
     """
-    from unilab.train import UserError
+    from unilab.errors import UserError
 
     numbered = sorted((int(m.group(1)), p) for p in run_dir.glob("model_*.pt") if (m := _NUMBERED.fullmatch(p.name)))
     last, onnx = run_dir / "model_last.pt", run_dir / "policy.onnx"
@@ -114,7 +113,7 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     Raises:
         UserError: unreadable, or not a unilab checkpoint.
     """
-    from unilab.train import UserError
+    from unilab.errors import UserError
 
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
@@ -132,7 +131,7 @@ def onnx_source(meta: dict[str, Any], path: Path, task: str) -> dict[str, Any]:
         UserError: the file carries no unilab policy metadata, or was exported from a run of
             another task.
     """
-    from unilab.train import UserError
+    from unilab.errors import UserError
 
     source = meta.get("source")
     if "observation" not in meta or not isinstance(source, dict):
@@ -151,7 +150,7 @@ def check_onnx_layout(meta: dict[str, Any], policy: OnnxPolicy, env, path: Path)
     Raises:
         UserError: naming the first term (or the width) that differs.
     """
-    from unilab.train import UserError
+    from unilab.errors import UserError
 
     obs = meta["observation"]
     group = obs.get("group", "actor")
@@ -204,21 +203,11 @@ def untrained_policy(loaded, env) -> tuple[torch.nn.Module, str]:
     """A deterministic policy of the run's algorithm and sizes with fresh weights, on the CPU, in
     eval mode, and its observation group: the frame the evaluation during training loads each
     snapshot's weights into (:func:`unilab_rl.async_runtime.load_flat_state`). Built as
-    :func:`unilab.deploy.loading.make_policy` builds a checkpoint's, without the checkpoint.
+    :func:`unilab.deploy.loading.make_policy` builds a checkpoint's, without the checkpoint."""
+    from unilab.deploy.loading import cpu_learner
 
-    Raises:
-        UserError: the algorithm has no ``inference_policy``.
-    """
-    from unilab.train import UserError, _algo_config
-
-    algo_cfg = _algo_config(loaded.algo_reg, loaded.cfg)
-    if dataclasses.is_dataclass(algo_cfg):
-        deploy = {"num_envs": 1, "num_collectors": 1, "collector_shards": 1, "cuda_graph": False}
-        algo_cfg = dataclasses.replace(algo_cfg, **{k: v for k, v in deploy.items() if hasattr(algo_cfg, k)})
-    agent = loaded.algo_reg.item.make_agent(_OneRow(env), algo_cfg, torch.device("cpu"))
-    if not hasattr(agent, "inference_policy"):
-        raise UserError(f"algorithm {loaded.algo!r} has no inference_policy(); it cannot be evaluated")
-    return agent.inference_policy().eval(), getattr(agent, "actor_group", "actor")
+    agent = cpu_learner(loaded, _OneRow(env))
+    return agent.inference_policy().eval(), agent.actor_group
 
 
 def iteration_of(path: Path, payload: dict[str, Any] | None, meta: dict[str, Any] | None) -> int:

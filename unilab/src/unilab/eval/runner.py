@@ -180,7 +180,7 @@ def evaluate(
     import sys
 
     from unilab import runs
-    from unilab.train import UserError
+    from unilab.errors import UserError
 
     try:
         run_dir = runs.resolve_run_dir(run, log_dir)

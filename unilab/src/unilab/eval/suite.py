@@ -132,7 +132,7 @@ def pick_suite(suites: tuple[EvalSuite, ...] | list[EvalSuite], name: str | None
     Raises:
         UserError: the task declares no suite, or none of that name (listing them).
     """
-    from unilab.train import UserError
+    from unilab.errors import UserError
 
     if not suites:
         raise UserError(f"task {task!r} declares no evaluation suite (TaskSpec.eval_suites is empty)")
@@ -152,7 +152,7 @@ def select_cases(names: list[str] | None, valid: list[str], what: str = "case") 
     Raises:
         UserError: a name not in ``valid`` (naming the valid ones).
     """
-    from unilab.train import UserError
+    from unilab.errors import UserError
 
     if not names:
         return list(valid)
@@ -167,7 +167,7 @@ def select_cases(names: list[str] | None, valid: list[str], what: str = "case") 
 
 def check_num_envs(num_envs: int | None, default: int) -> int:
     """``num_envs`` or ``default``; raises UserError when below 1."""
-    from unilab.train import UserError
+    from unilab.errors import UserError
 
     n = default if num_envs is None else num_envs
     if n < 1:

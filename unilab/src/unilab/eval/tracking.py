@@ -93,7 +93,7 @@ class TrackingSuite(EvalSuite):
 
     @torch.no_grad()
     def run(self, env, policy: Policy, ctx: EvalContext) -> SuiteResult:
-        from unilab.train import UserError
+        from unilab.errors import UserError
 
         cmd = getattr(env, "commands", {}).get(self.command)
         if cmd is None or not hasattr(cmd, "start_at"):

@@ -203,7 +203,7 @@ class WalkingSuite(EvalSuite):
         return [n for n, _ in self.nominal_cases(cfg)] + list(self.robustness)
 
     def _cases(self, cfg, names: list[str] | None) -> list[_Case]:
-        from unilab.train import UserError
+        from unilab.errors import UserError
 
         nominal = dict(self.nominal_cases(cfg))
         valid = [*nominal, *self.robustness]
@@ -240,7 +240,7 @@ class WalkingSuite(EvalSuite):
     # ------------------------------------------------------------------ run
     @torch.no_grad()
     def run(self, env, policy: Policy, ctx: EvalContext) -> SuiteResult:
-        from unilab.train import UserError
+        from unilab.errors import UserError
 
         cases = self._cases(ctx.cfg, list(ctx.plan.cases))
         n = ctx.plan.num_envs
@@ -354,7 +354,7 @@ class WalkingSuite(EvalSuite):
     # ------------------------------------------------------------------ helpers
     @staticmethod
     def _push_timers(env) -> dict[str, torch.Tensor]:
-        from unilab.train import UserError
+        from unilab.errors import UserError
 
         manager = getattr(env, "event_manager", None)
         timers = dict(getattr(manager, "time_left", {}) or {})
@@ -366,7 +366,7 @@ class WalkingSuite(EvalSuite):
     def _randomize(self, env, ids: torch.Tensor, ctx: EvalContext) -> None:
         """Apply the task's startup events (domain randomization), read from a one-row env built
         with ``dr_overrides``, to rows ``ids``."""
-        from unilab.train import UserError
+        from unilab.errors import UserError
 
         if ctx.build_env is None:
             raise UserError("the dr case needs to build an env with domain randomization on")
