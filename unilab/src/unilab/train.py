@@ -126,9 +126,10 @@ class _Interrupts:
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python, numpy and torch (all devices)."""
+    """Seed Python, numpy and torch (all devices). numpy takes ``seed mod 2**32`` (its range; a
+    rank's seed, ``training.seed`` plus an offset, may pass it), the others the seed itself."""
     random.seed(seed)
-    np.random.seed(seed)
+    np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
 
 
@@ -284,7 +285,8 @@ def read_resume_checkpoint(path: Path, algo: str, task: str, max_iterations: int
         the payload: ``agent`` (the learner's ``state_dict``), ``rng``, ``iteration``, ...
 
     Raises:
-        UserError: unreadable, another algo or task, or already at ``max_iterations``.
+        UserError: unreadable, NaN or infinite weights, another algo or task, or already at
+            ``max_iterations``.
     """
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
@@ -293,6 +295,10 @@ def read_resume_checkpoint(path: Path, algo: str, task: str, max_iterations: int
         raise UserError(f"algo.resume: cannot read {path}: {type(exc).__name__}: {first}") from None
     if not isinstance(payload, dict) or not isinstance(payload.get("agent"), dict):
         raise UserError(f"algo.resume: {path} is not a unilab checkpoint (no 'agent' entry)")
+    bad = runs.first_non_finite(payload["agent"])
+    if bad:
+        raise UserError(f"algo.resume: {path} has NaN or infinite weights: first in {bad}; resume from an "
+                        f"earlier checkpoint of that run (algo.resume=<run>/model_<iteration>.pt)")
     if payload.get("algo") != algo or payload.get("task") != task:
         raise UserError(
             f"algo.resume: {path} is a {payload.get('algo')}/{payload.get('task')} checkpoint, not {algo}/{task}"

@@ -11,13 +11,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from unilab.config import FilePath
+
 
 class MotionConfig(BaseModel):
     """The reference clip and how start times are drawn."""
 
     model_config = ConfigDict(extra="forbid")
-    file: str | None = Field(
-        None, description="motion npz (unilab motion import); default: the clip shipped with the task"
+    file: FilePath | None = Field(
+        None, description="motion npz (unilab motion import), stored absolute; default: the clip shipped with the task"
     )
     sampling: Literal["adaptive", "uniform", "start"] = Field(
         "adaptive", description="start times: adaptive (failure-weighted bins), uniform, or frame 0"
