@@ -13,11 +13,9 @@ import os
 import random
 import signal
 import sys
-import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -25,104 +23,14 @@ import torch
 from unilab import ddp, runs
 from unilab.config import ConfigError, build_run_model, owner_config_files, resolve_config
 from unilab.errors import RunFailed, UserError
+from unilab.interrupts import Interrupts as _Interrupts
+from unilab.interrupts import TrainingInterrupted
 from unilab.plugins import ALGORITHMS, BACKENDS, TASKS, lookup
 from unilab_rl.async_runtime import COLLECTOR_PHASES, CollectorDied, collector_policy_device
 from unilab_rl.device import resolve_device
 from unisim import CapabilityError
 
 log = logging.getLogger(__name__)
-
-
-class TrainingInterrupted(BaseException):
-    """Raised in the main thread by SIGINT/SIGTERM so that the run saves and exits cleanly."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-class _Interrupts:
-    """SIGINT/SIGTERM handling of a training run.
-
-    The first signal is held and raised as :class:`TrainingInterrupted` at the next safe point:
-    the end of a :meth:`deferred` block, which wraps each iteration's bookkeeping (metric writes,
-    checkpoint saves), so the loop stops between iterations rather than wherever the main thread
-    was (inside torch.compile's frame evaluation or CUDA-graph bookkeeping, say). A second signal
-    before that safe point (the loop is stuck, e.g. compiling), sent at least
-    :attr:`duplicate_window_s` after the first, raises at once, outside a deferred block. Any signal once :attr:`closing` is set (final
-    checkpoint and summary) is ignored, so the shutdown is never cut short.
-
-    Native code can take the handlers over behind Python's back: LLVM inside Triton (each
-    in-process Triton compile of torch.compile on CUDA) installs its own SIGINT/SIGTERM handler
-    with SA_RESETHAND | SA_NODEFER, which restores the previous one and re-raises. Python still
-    reports our handler, but while LLVM's runs the disposition is SIG_DFL, so a second signal a
-    few microseconds after the first (GNU ``timeout`` signals the process, then its whole group)
-    kills the process at once: no message, no final checkpoint, a summary left at "running".
-    :meth:`deferred` therefore installs the handlers again at the start of each block (each
-    iteration's bookkeeping, just after the iteration's compiles); two signal(2) calls.
-    """
-
-    def __init__(self) -> None:
-        self.pending: int | None = None
-        self.raised = False
-        self.closing = False
-        self._depth = 0
-        self._installed = False
-        self._first_at = 0.0
-
-    duplicate_window_s = 0.5
-    """A repeat within this many seconds of the first signal is the same request (GNU ``timeout``
-    and a terminal's Ctrl-C signal the process and its group), not a second one."""
-
-    def handler(self, signum, frame) -> None:  # noqa: ARG002
-        if self.raised or self.closing:
-            log.warning("%s ignored: already stopping", signal.Signals(signum).name)
-            return
-        if self.pending is None:
-            self.pending = signum
-            self._first_at = time.monotonic()
-            log.warning("%s: stopping after this iteration (send it again to stop at once)",
-                        signal.Signals(signum).name)
-            return
-        if time.monotonic() - self._first_at < self.duplicate_window_s:
-            return  # the group copy of the first signal
-        if self._depth:
-            return  # inside a write: the block's end raises
-        self.raised = True
-        raise TrainingInterrupted(self.pending)
-
-    def reinstall(self) -> None:
-        """Install the handlers again (undoes a takeover by native code, see the class docs)."""
-        if self._installed and threading.current_thread() is threading.main_thread():
-            for s in _SIGNALS:
-                signal.signal(s, self.handler)
-
-    @contextmanager
-    def deferred(self) -> Iterator[None]:
-        if not self._depth:
-            self.reinstall()
-        self._depth += 1
-        try:
-            yield
-        finally:
-            self._depth -= 1
-        if not self._depth and self.pending is not None and not self.raised and not self.closing:
-            self.raised = True
-            raise TrainingInterrupted(self.pending)
-
-    @contextmanager
-    def installed(self) -> Iterator[None]:
-        previous = {s: signal.signal(s, self.handler) for s in _SIGNALS}
-        self._installed = True
-        try:
-            yield
-        finally:
-            self._installed = False
-            for s, h in previous.items():
-                signal.signal(s, h)
 
 
 def seed_everything(seed: int) -> None:
