@@ -47,6 +47,15 @@ FilePath = Annotated[str, AfterValidator(_absolute)]
 working directory of the command that set it."""
 
 
+MAX_PUSH_LIN_VEL = 5.0
+"""Largest push (or reset perturbation) of a robot base's linear velocity a task accepts, m/s:
+ten times mjlab's largest push (0.5). At 100 m/s the G1's physics runs away without tripping
+MuJoCo's divergence warning (step rewards near -1e11)."""
+MAX_PUSH_ANG_VEL = 10.0
+"""Largest push of a robot base's angular velocity a task accepts, rad/s: about thirteen times
+mjlab's largest (0.78)."""
+
+
 # ============================================================================ shared sections
 class SimConfig(BaseModel):
     """Physics settings shared by every backend."""

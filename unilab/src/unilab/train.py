@@ -22,6 +22,7 @@ import torch
 
 from unilab import ddp, runs
 from unilab.config import ConfigError, build_run_model, owner_config_files, resolve_config
+from unilab.divergence import DivergenceMonitor
 from unilab.errors import RunFailed, UserError
 from unilab.interrupts import Interrupts as _Interrupts
 from unilab.interrupts import TrainingInterrupted
@@ -505,10 +506,14 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
 
     pending: dict[str, float] = {}
     interrupts = _Interrupts()
+    divergence = DivergenceMonitor(env.num_envs)  # rank 0's worlds
+    stats |= divergence.summary()
 
     def on_iteration(iteration: int, metrics: dict[str, float]) -> None:
         with interrupts.deferred():
             _sum_throughput(dctx, cfg, iteration, metrics)
+            divergence.update(metrics, iteration % cfg.training.log_interval == 0 or iteration == max_iterations)
+            stats.update(divergence.summary())
             _record(iteration, metrics)
 
     def _record(iteration: int, metrics: dict[str, float]) -> None:
