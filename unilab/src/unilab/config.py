@@ -96,6 +96,11 @@ class TrainingConfig(BaseModel):
         5, ge=1, description="numbered checkpoints kept (the oldest are deleted); model_last.pt always"
     )
     log_interval: int = Field(10, ge=1, description="iterations between metric writes")
+    allow_large: bool = Field(
+        False,
+        description="start even when the run's memory estimate (envs, replay buffer, update batch) "
+        "exceeds the memory available on the host or the learner device",
+    )
     progress: bool | None = Field(
         None,
         description="true: progress bar; false: none; unset: a bar in a terminal, else a plain "

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from unilab import ddp, runs
+from unilab import ddp, memory, runs
 from unilab.config import ConfigError, build_run_model, owner_config_files, resolve_config
 from unilab.divergence import DivergenceMonitor
 from unilab.errors import RunFailed, UserError
@@ -356,19 +356,25 @@ def _train(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, algo_cfg, argv
         robot_mjcf=cfg.robot.mjcf,
         seed=seed,
     )
-    try:
-        env = env_fn()
-    except (ValueError, FileNotFoundError) as exc:
-        raise UserError(f"could not build task {task!r}: {exc}") from None
-    except CapabilityError as exc:
-        raise UserError(
-            f"--sim {sim}: {exc}; turn off what needs it (e.g. env.domain_randomization.enabled=false)"
-        ) from None
+    if not cfg.training.allow_large:  # before anything large is built: a one-world probe's sizes
+        probe = _build_env(env_fn, task, sim, num_envs=1, nthread=1)
+        try:
+            local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1")) if dctx.enabled else 1
+            memory.check(algo, algo_cfg, probe, device, local_ranks)
+        finally:
+            probe.close()
+    env = _build_env(env_fn, task, sim)
 
     try:
         if getattr(algo_cfg, "symmetry", False):
             _check_symmetry(env, task)
-        agent = algo_reg.item.make_agent(env, algo_cfg, device)
+        try:
+            agent = algo_reg.item.make_agent(env, algo_cfg, device)
+        except Exception as exc:
+            if not memory.is_out_of_memory(exc):
+                raise
+            raise UserError(f"the learner could not allocate its memory on {device} ({_first_line(exc)}); lower "
+                            f"algo.buffer_size_per_env, algo.num_envs or algo.batch_size") from None
         resume = None
         if resume_payload is not None:
             _apply_resume(resume_path, resume_payload, agent)
@@ -404,6 +410,18 @@ def _train(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, algo_cfg, argv
 
         after_training(run_dir)
     return run_dir
+
+
+def _build_env(env_fn, task: str, sim: str, **kwargs):
+    """``env_fn(**kwargs)``; a task that cannot be built is one line (:class:`UserError`)."""
+    try:
+        return env_fn(**kwargs)
+    except (ValueError, FileNotFoundError) as exc:
+        raise UserError(f"could not build task {task!r}: {exc}") from None
+    except CapabilityError as exc:
+        raise UserError(
+            f"--sim {sim}: {exc}; turn off what needs it (e.g. env.domain_randomization.enabled=false)"
+        ) from None
 
 
 def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, device, argv, context) -> Path:
@@ -579,6 +597,9 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
             status, error = "failed", runs.os_error_line(exc)
             raise RunFailed(error, run_dir) from exc
         except Exception as exc:
+            if memory.is_out_of_memory(exc):  # the estimate was short (or training.allow_large=true)
+                status, error = "failed", f"out of memory: {_first_line(exc)}"
+                raise RunFailed(error, run_dir) from exc
             status, error = "error", f"{type(exc).__name__}: {exc}"
             raise
         finally:
@@ -616,6 +637,11 @@ def _run(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, env, agent, devi
     if status == "failed":  # the final checkpoint could not be saved
         raise RunFailed(error, run_dir)
     return run_dir
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
 
 
 def _close_writer(writer, error: str | None) -> str | None:
