@@ -304,7 +304,8 @@ def _config_error(model: type[BaseModel], tree: dict, errors: list[dict]) -> Con
         given = _value_at(tree, field_loc, err.get("input"))
         length, names = shape
         what = f"a list of {length} numbers" + (f" {names}" if names else "")
-        return ConfigError(f"invalid value for {key}: {given!r} (expected {what}, e.g. {key}=[{_example(length)}])", key)
+        example = f"{key}=[{_example(length)}]"
+        return ConfigError(f"invalid value for {key}: {given!r} (expected {what}, e.g. {example})", key)
     return ConfigError(f"invalid value for {key}: {err.get('input')!r} ({err['msg'].lower()})", key)
 
 
@@ -321,7 +322,8 @@ def _annotation_at(model: type[BaseModel], loc: tuple) -> Any:
 def _fixed_length(ann: Any) -> tuple[int, str] | None:
     """``(n, names)`` when ``ann`` is (an optional) ``tuple`` of n numbers: names ``[min, max]``
     for two, ``[x, y, z]`` for three; None for anything else."""
-    args = [a for a in typing.get_args(ann) if a is not type(None)] if typing.get_origin(ann) in (typing.Union, types.UnionType) else [ann]
+    union = typing.get_origin(ann) in (typing.Union, types.UnionType)
+    args = [a for a in typing.get_args(ann) if a is not type(None)] if union else [ann]
     for a in args:
         if typing.get_origin(a) is tuple:
             items = typing.get_args(a)

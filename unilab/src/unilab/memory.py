@@ -135,7 +135,8 @@ def estimate(algo: str, algo_cfg: Any, env, device: torch.device, local_ranks: i
     if is_async:
         num_blocks, block_steps = int(getattr(algo_cfg, "num_blocks", 0)), int(getattr(algo_cfg, "block_steps", 0))
         out.parts.append(Part(
-            "async block ring", {"algo.num_blocks": num_blocks, "algo.block_steps": block_steps, "algo.num_envs": num_envs},
+            "async block ring",
+            {"algo.num_blocks": num_blocks, "algo.block_steps": block_steps, "algo.num_envs": num_envs},
             f"{num_blocks} x {block_steps} x {num_envs} transitions",
             num_blocks * block_steps * num_envs * per_transition * local_ranks, False))
     batch = int(getattr(algo_cfg, "batch_size", 0))

@@ -662,7 +662,7 @@ def _final_summary(summary, **fields: Any) -> None:
     try:
         summary.update(**fields)
     except OSError as exc:
-        print(f"error: run_summary.json not written: {runs.os_error_line(exc)}", file=sys.stderr, flush=True)
+        print(f"warning: run_summary.json not written: {runs.os_error_line(exc)}", file=sys.stderr, flush=True)
 
 
 def _make_runner(algo_reg, env, agent, context):

@@ -144,7 +144,8 @@ def read_run_config(run_dir: Path) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot read {path}: {exc}") from None
     if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in ("algo", "task")):
-        what = f"a JSON {type(data).__name__}" if not isinstance(data, dict) else "an object without 'algo' and 'task' names"
+        what = (f"a JSON {type(data).__name__}" if not isinstance(data, dict)
+                else "an object without 'algo' and 'task' names")
         raise UserError(f"{path} is {what}; expected the object unilab train writes (algo, task, sim, config)")
     return data
 
