@@ -378,7 +378,7 @@ def _train(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, algo_cfg, argv
         resume = None
         if resume_payload is not None:
             _apply_resume(resume_path, resume_payload, agent)
-            resume = {"path": str(resume_path), "iteration": agent.iteration}
+            resume = {"path": os.path.abspath(resume_path), "iteration": agent.iteration}  # readable from anywhere
         if dctx.enabled:
             from unilab_rl import distributed
 
