@@ -108,3 +108,44 @@ def test_unknown_preset_lists_valid_presets(tmp_path):
     (tmp_path / "sac_mujoco.laptop.yaml").write_text("{}\n")
     with pytest.raises(ConfigError, match="unknown preset 'huge'.*valid presets: laptop"):
         owner_config_files(tmp_path, "sac", "mujoco", "huge")
+
+
+@pytest.mark.parametrize(
+    "override, expected",
+    [
+        ("env.commands.lin_vel_x=[1.0]",
+         "invalid value for env.commands.lin_vel_x: [1.0] (expected a list of 2 numbers [min, max], "
+         "e.g. env.commands.lin_vel_x=[-1.0,1.0])"),
+        ("env.commands.lin_vel_x=[0.0,0.5,1.0]",
+         "invalid value for env.commands.lin_vel_x: [0.0, 0.5, 1.0] (expected a list of 2 numbers [min, max]"),
+        ("env.commands.lin_vel_x=0.5", "invalid value for env.commands.lin_vel_x: 0.5 (expected a list of 2 numbers"),
+        ("env.commands.lin_vel_x=[fast,1.0]", "invalid value for env.commands.lin_vel_x: ['fast', 1.0] (expected"),
+        ("env.domain_randomization.torso_com_m=[0.1,0.1]",
+         "invalid value for env.domain_randomization.torso_com_m: [0.1, 0.1] (expected a list of 3 numbers [x, y, z]"),
+    ],
+    ids=["short", "long", "scalar", "not-a-number", "xyz"],
+)
+def test_a_list_of_the_wrong_length_names_the_key_and_the_expected_shape(model, override, expected):
+    with pytest.raises(ConfigError) as info:
+        resolve_config(model, [], [override])
+    assert str(info.value).startswith(expected), str(info.value)
+    assert info.value.key == override.split("=")[0]
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**32)])
+def test_a_seed_outside_numpys_range_is_refused(model, seed):
+    with pytest.raises(ConfigError, match=rf"invalid value for training.seed: {seed} \(input should be"):
+        resolve_config(model, [], [f"training.seed={seed}"])
+    assert resolve_config(model, [], [f"training.seed={2**32 - 1}"]).training.seed == 2**32 - 1
+
+
+def test_file_paths_are_stored_absolute(model, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = resolve_config(model, [], ["robot.mjcf=models/../g1.xml"])
+    assert cfg.robot.mjcf == str(tmp_path / "g1.xml")
+    assert resolve_config(model, [], []).robot.mjcf is None
+
+    from unilab.tasks.g1_motion_tracking.config import G1MotionTrackingConfig
+
+    motion = build_run_model(_AlgoCfg, G1MotionTrackingConfig)
+    assert resolve_config(motion, [], ["env.motion.file=clip.npz"]).env.motion.file == str(tmp_path / "clip.npz")

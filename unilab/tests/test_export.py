@@ -182,3 +182,19 @@ def test_training_only_settings_do_not_stop_a_cpu_rebuild(run_dir, overrides):
     finally:
         env.close()
     assert group == "actor" and policy(torch.zeros(1, OBS_DIM)).shape == (1, 29)
+
+
+def test_the_docs_state_the_bar_the_check_applies():
+    """docs/play_export.md states one parity bar, and it is the default the check applies."""
+    import re
+
+    from unilab.cli import export as export_command
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "docs" / "play_export.md").read_text()
+    bars = re.findall(r"max \|onnx - torch\| <= ([0-9.]+e-[0-9]+)", text)
+    assert bars and {float(b) for b in bars} == {DEFAULT_ATOL}
+    assert not re.search(r"(below|<) 1e-5", text), "a stricter promise than the check makes"
+    import inspect
+
+    assert inspect.signature(export_command).parameters["atol"].default.default == DEFAULT_ATOL

@@ -97,3 +97,98 @@ def test_handlers_taken_over_by_native_code_are_installed_again():
     proc = subprocess.run([sys.executable, "-c", _TAKEOVER_CHILD], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
     assert "stopped by SIGINT" in proc.stdout
+
+
+@pytest.mark.parametrize("compile_kind", ["python", "sleep"])
+def test_a_held_signal_stops_a_long_compile_within_the_grace_period(compile_kind):
+    """No safe point comes (a first torch.compile can take minutes): the watchdog delivers the
+    signal again after grace_s and the handler raises where the main thread is."""
+    import os
+    import threading
+    import time
+
+    interrupts = _Interrupts()
+    with interrupts.installed():
+        threading.Timer(0.2, os.kill, args=(os.getpid(), signal.SIGINT)).start()
+        t0 = time.monotonic()
+        with pytest.raises(TrainingInterrupted) as info:
+            if compile_kind == "python":  # compiling: Python code that runs for a minute
+                while time.monotonic() - t0 < 60:
+                    sum(range(1000))
+            else:  # waiting for a compile worker
+                time.sleep(60)
+        elapsed = time.monotonic() - t0
+    assert info.value.signum == signal.SIGINT
+    assert 0.2 + interrupts.grace_s - 0.1 < elapsed < 0.2 + interrupts.grace_s + 1.0
+
+
+def test_the_watchdog_leaves_a_write_to_finish_and_its_end_raises():
+    import os
+    import time
+
+    interrupts = _Interrupts()
+    interrupts.grace_s = 0.2
+    with interrupts.installed():
+        with pytest.raises(TrainingInterrupted):
+            with interrupts.deferred():  # a checkpoint being written, slower than grace_s
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.6)
+                finished_write = True
+    assert finished_write
+
+
+# `unilab train` in a child process whose learner's first update blocks for two minutes, as a
+# first torch.compile can: SIGINT must end the run within a few seconds, saved and "interrupted".
+_BLOCKING_COMPILE_CHILD = r"""
+import sys, time
+from pathlib import Path
+from unilab.cli import app
+from unilab_rl.algorithms.sac.agent import SAC
+
+marker = Path(sys.argv[1])
+
+def update(self):
+    marker.write_text("compiling")
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 120:
+        sum(range(1000))
+    raise AssertionError("not interrupted")
+
+SAC.update = update
+app(sys.argv[2:], prog_name="unilab")
+"""
+
+
+def test_ctrl_c_during_a_long_first_compile_stops_within_seconds(tmp_path):
+    import json
+    import os
+    import time
+
+    import torch
+
+    marker = tmp_path / "compiling"
+    args = ["train", "--algo", "sac", "--task", "g1_walk_flat", "algo.runtime=sync", "algo.num_envs=4",
+            "algo.batch_size=16", "algo.learning_starts=2", "algo.buffer_size_per_env=16", "sim.nthread=1",
+            "training.no_play=true", "algo.max_iterations=10", f"training.log_dir={tmp_path / 'logs'}"]
+    proc = subprocess.Popen([sys.executable, "-c", _BLOCKING_COMPILE_CHILD, str(marker), *args], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert marker.exists(), proc.communicate(timeout=10)
+        summary_path = next((tmp_path / "logs").glob("sac/g1_walk_flat/*/run_summary.json"))
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        while json.loads(summary_path.read_text())["status"] == "running" and time.monotonic() - t0 < 60:
+            time.sleep(0.05)
+        stopped = time.monotonic() - t0  # the learner stopped, the checkpoint and summary written
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, stderr
+    assert stopped < 4.0, (stopped, stderr)  # about 2 s; margin for a loaded 2-core machine
+    summary = json.loads(summary_path.read_text())
+    assert summary["status"] == "interrupted" and summary["iterations"] == 1  # the first update never ended
+    assert torch.load(summary_path.parent / "model_last.pt", weights_only=True)["iteration"] == 1

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from pydantic import BaseModel
 
-from unilab import ddp
+from unilab import ddp, memory
 from unilab.config import ConfigError, build_run_model, owner_config_files, resolve_config
 from unilab.errors import UserError
 from unilab.plugins import ALGORITHMS, BACKENDS, TASKS, lookup
@@ -130,9 +130,10 @@ def check_log_dir(log_dir: str) -> None:
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python, numpy and torch (all devices)."""
+    """Seed Python, numpy and torch (all devices). numpy takes ``seed mod 2**32`` (its range; a
+    rank's seed, ``training.seed`` plus an offset, may pass it), the others the seed itself."""
     random.seed(seed)
-    np.random.seed(seed)
+    np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
 
 
@@ -261,13 +262,26 @@ def _threads(runtime: RuntimeConfig, nthread: int, device: torch.device) -> dict
 
 
 def build_env(p: RunPlan):
-    """The learner process's env (the sync runtime steps it; async reads its spaces).
+    """The learner process's env (the sync runtime steps it; async reads its spaces), after the
+    memory check (:mod:`unilab.memory`) on a one-world probe unless ``training.allow_large``.
 
     Raises:
-        UserError: the task cannot be built as configured, or the backend lacks a capability.
+        UserError: the run needs more memory than there is, the task cannot be built as
+            configured, or the backend lacks a capability.
     """
+    if not p.cfg.training.allow_large:  # before anything large is built: a one-world probe's sizes
+        probe = _env(p, num_envs=1, nthread=1)
+        try:
+            local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1")) if p.dctx.enabled else 1
+            memory.check(p.algo, p.algo_cfg, p.runtime, p.cfg.training.num_envs, probe, p.device, local_ranks)
+        finally:
+            probe.close()
+    return _env(p)
+
+
+def _env(p: RunPlan, **kwargs):
     try:
-        return p.env_fn()
+        return p.env_fn(**kwargs)
     except (ValueError, FileNotFoundError) as exc:
         raise UserError(f"could not build task {p.task!r}: {exc}") from None
     except CapabilityError as exc:
@@ -294,10 +308,16 @@ def build_learner(p: RunPlan, env) -> tuple[Learner, dict[str, Any] | None]:
                                              max_iterations=p.cfg.training.max_iterations)
     except ValueError as exc:
         raise UserError(str(exc)) from None
+    except Exception as exc:
+        if not memory.is_out_of_memory(exc):
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(f"the learner could not allocate its memory on {p.device} ({first}); lower "
+                        f"algo.buffer_size_per_env, training.num_envs or algo.batch_size") from None
     resume = None
     if p.resume_payload is not None:
         apply_resume(p.resume_path, p.resume_payload, learner)
-        resume = {"path": str(p.resume_path), "iteration": learner.iteration}
+        resume = {"path": os.path.abspath(p.resume_path), "iteration": learner.iteration}  # readable from anywhere
     if p.dctx.enabled:
         from unilab_rl import distributed
 

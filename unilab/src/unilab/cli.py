@@ -211,7 +211,7 @@ def export(
         None, "--checkpoint", help="checkpoint in the run, e.g. model_100.pt (default: model_last.pt)"
     ),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="ONNX file (default: <run>/policy.onnx)"),
-    atol: float = typer.Option(DEFAULT_ATOL, "--atol", help="largest |onnx - torch| accepted"),
+    atol: float = typer.Option(DEFAULT_ATOL, "--atol", help="largest |onnx - torch| accepted, in action units"),
     log_dir: str = typer.Option("logs", "--log-dir", help="where 'latest' looks"),
 ) -> None:
     """Write policy.onnx and check it against the torch policy.

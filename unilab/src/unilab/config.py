@@ -23,18 +23,48 @@ refused with one line naming its new key (:data:`RENAMED_KEYS`).
 from __future__ import annotations
 
 import dataclasses
+import os
+import types
 import typing
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 from mjbatch_uni import did_you_mean
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
 from unilab_rl.runtime import RuntimeConfig
 
 
 class ConfigError(ValueError):
-    """A configuration problem, worded as one line for the user."""
+    """A configuration problem, worded as one line for the user.
+
+    Attributes:
+        key: the dotted key at fault, when one is (``None`` otherwise).
+    """
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def _absolute(value: str | None) -> str | None:
+    """An absolute, normalized path (``~`` expanded), so that a run's saved config names the same
+    file from any working directory (``unilab play`` elsewhere); ``None`` and ``""`` unchanged."""
+    return os.path.abspath(os.path.expanduser(value)) if value else value
+
+
+FilePath = Annotated[str, AfterValidator(_absolute)]
+"""A file path setting (``robot.mjcf``, ``env.motion.file``): stored absolute, relative to the
+working directory of the command that set it."""
+
+
+MAX_PUSH_LIN_VEL = 5.0
+"""Largest push (or reset perturbation) of a robot base's linear velocity a task accepts, m/s:
+ten times mjlab's largest push (0.5). At 100 m/s the G1's physics runs away without tripping
+MuJoCo's divergence warning (step rewards near -1e11)."""
+MAX_PUSH_ANG_VEL = 10.0
+"""Largest push of a robot base's angular velocity a task accepts, rad/s: about thirteen times
+mjlab's largest (0.78)."""
 
 
 # ============================================================================ shared sections
@@ -50,8 +80,9 @@ class RobotConfig(BaseModel):
     """Robot model settings."""
 
     model_config = ConfigDict(extra="forbid")
-    mjcf: str | None = Field(
-        None, description="path of a user G1 MJCF (e.g. a Menagerie checkout); joints matched by name"
+    mjcf: FilePath | None = Field(
+        None, description="path of a user G1 MJCF (e.g. a Menagerie checkout); joints matched by name; "
+        "stored absolute"
     )
 
 
@@ -69,7 +100,9 @@ class TrainingConfig(BaseModel):
         "checkpoint; networks, optimizers, normalizers, RNG states and the iteration count are restored, the "
         "replay buffer starts empty, training continues up to max_iterations",
     )
-    seed: int = Field(1, description="seed of torch, numpy and the env's generator")
+    seed: int = Field(
+        1, ge=0, le=2**32 - 1, description="seed of torch, numpy and the env's generator, 0 to 2^32 - 1 (numpy's range)"
+    )
     log_dir: str = Field("logs", description="root of the run directories")
     no_play: bool = Field(False, description="skip play + export after training")
     device: str = Field("auto", description="learner device: auto, cuda, cuda:N, xpu, mps or cpu")
@@ -88,6 +121,11 @@ class TrainingConfig(BaseModel):
         0, ge=0,
         description="iterations between evaluations of the deterministic policy with the task's suite, in a "
         "background process (Eval/* in TensorBoard, time_to_eval_pass in run_summary.json; docs/eval.md); 0: off",
+    )
+    allow_large: bool = Field(
+        False,
+        description="start even when the run's memory estimate (envs, replay buffer, update batch) "
+        "exceeds the memory available on the host or the learner device",
     )
     progress: bool | None = Field(
         None,
@@ -317,23 +355,83 @@ def resolve_config(
     cli = parse_overrides(overrides)
     _check_keys(cli, model, "the command line")
     tree = deep_merge(tree, cli)
+    return validate(model, tree)
+
+
+def validate(model: type[BaseModel], tree: dict) -> BaseModel:
+    """Validate a merged config ``tree`` against ``model``: the one validator every command uses
+    (``train``, ``config``, and ``play``/``export`` for a run's saved config).
+
+    Raises:
+        ConfigError: one line naming the key, the value and what was expected; its ``key`` is the
+            dotted key (``env.commands.lin_vel_x`` for a list of the wrong length, not its item).
+    """
     try:
         return model.model_validate(tree)
     except ValidationError as exc:
-        errors = exc.errors()
-        err = errors[0]
-        key = ".".join(str(p) for p in err["loc"])
-        branches = [e for e in errors if len(e["loc"]) > 1 and e["loc"][:-1] == err["loc"][:-1]]
-        if len(branches) > 1 and all(e.get("input") == err.get("input") for e in branches):
-            # a union (e.g. true/false or "auto"): every branch rejected the value; name the
-            # field, not pydantic's branch tags, and say what each branch expected
-            key = ".".join(str(p) for p in err["loc"][:-1])
-            expected = ", or ".join(e["msg"].lower() for e in branches)
-            raise ConfigError(f"invalid value for {key}: {err.get('input')!r} ({expected})") from None
-        if err["type"] == "value_error" and isinstance(err.get("input"), dict):
-            # a section's own check across its keys: its message names them; the section's
-            # whole input would only bury it
-            raise ConfigError(f"invalid {key}: {err['msg'].removeprefix('Value error, ')}") from None
-        raise ConfigError(
-            f"invalid value for {key}: {err.get('input')!r} ({err['msg'].lower()})"
-        ) from None
+        raise _config_error(model, tree, exc.errors()) from None
+
+
+def _config_error(model: type[BaseModel], tree: dict, errors: list[dict]) -> ConfigError:
+    err = errors[0]
+    loc = tuple(err["loc"])
+    key = ".".join(str(p) for p in loc)
+    branches = [e for e in errors if len(e["loc"]) > 1 and tuple(e["loc"])[:-1] == loc[:-1]]
+    if len(branches) > 1 and all(e.get("input") == err.get("input") for e in branches):
+        # a union (e.g. true/false or "auto"): every branch rejected the value; name the
+        # field, not pydantic's branch tags, and say what each branch expected
+        key = ".".join(str(p) for p in loc[:-1])
+        expected = ", or ".join(e["msg"].lower() for e in branches)
+        return ConfigError(f"invalid value for {key}: {err.get('input')!r} ({expected})", key)
+    if err["type"] == "value_error" and isinstance(err.get("input"), dict):
+        # a section's own check across its keys: its message names them; the section's
+        # whole input would only bury it
+        return ConfigError(f"invalid {key}: {err['msg'].removeprefix('Value error, ')}", key)
+    field_loc = loc[: next((i for i, p in enumerate(loc) if isinstance(p, int)), len(loc))]
+    shape = _fixed_length(_annotation_at(model, field_loc))
+    if shape is not None and (len(field_loc) < len(loc) or err["type"] in ("too_long", "too_short", "tuple_type")):
+        # a fixed-length list (a [min, max] range, an x, y, z offset): name the key and the
+        # whole value given, not the missing item (``...lin_vel_x.1``) pydantic reports
+        key = ".".join(str(p) for p in field_loc)
+        given = _value_at(tree, field_loc, err.get("input"))
+        length, names = shape
+        what = f"a list of {length} numbers" + (f" {names}" if names else "")
+        example = f"{key}=[{_example(length)}]"
+        return ConfigError(f"invalid value for {key}: {given!r} (expected {what}, e.g. {example})", key)
+    return ConfigError(f"invalid value for {key}: {err.get('input')!r} ({err['msg'].lower()})", key)
+
+
+def _annotation_at(model: type[BaseModel], loc: tuple) -> Any:
+    """The annotation of the field at the dotted path ``loc`` of ``model`` (None if none)."""
+    ann: Any = model
+    for name in loc:
+        if not (isinstance(ann, type) and issubclass(ann, BaseModel)) or name not in ann.model_fields:
+            return None
+        ann = ann.model_fields[name].annotation
+    return ann
+
+
+def _fixed_length(ann: Any) -> tuple[int, str] | None:
+    """``(n, names)`` when ``ann`` is (an optional) ``tuple`` of n numbers: names ``[min, max]``
+    for two, ``[x, y, z]`` for three; None for anything else."""
+    union = typing.get_origin(ann) in (typing.Union, types.UnionType)
+    args = [a for a in typing.get_args(ann) if a is not type(None)] if union else [ann]
+    for a in args:
+        if typing.get_origin(a) is tuple:
+            items = typing.get_args(a)
+            if items and Ellipsis not in items and all(i in (int, float) for i in items):
+                return len(items), {2: "[min, max]", 3: "[x, y, z]"}.get(len(items), "")
+    return None
+
+
+def _value_at(tree: dict, loc: tuple, default: Any) -> Any:
+    node: Any = tree
+    for name in loc:
+        if not isinstance(node, dict) or name not in node:
+            return default
+        node = node[name]
+    return node
+
+
+def _example(length: int) -> str:
+    return {2: "-1.0,1.0", 3: "0.0,0.0,0.0"}.get(length, ",".join(["0.0"] * length))

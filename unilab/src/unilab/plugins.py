@@ -75,7 +75,9 @@ def lookup(registry: PluginRegistry[T], name: str, flag: str) -> Registration[T]
 _reported: set[PluginFailure] = set()
 
 
-def report_failures(registries: list[PluginRegistry] | None = None, stream: IO[str] | None = None) -> list[PluginFailure]:
+def report_failures(
+    registries: list[PluginRegistry] | None = None, stream: IO[str] | None = None
+) -> list[PluginFailure]:
     """Print every plugin failure of ``registries`` (default: all three, loading them) not printed
     before in this process, one ``warning: plugin 'x' from dist 1.0 (entry-point group 'g')
     failed: <error>`` line each, on ``stream`` (default stderr). Returns the failures printed."""

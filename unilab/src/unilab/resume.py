@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from unilab import runs
 from unilab.errors import UserError
 
 
@@ -72,7 +73,8 @@ def read_resume_checkpoint(path: Path, algo: str, task: str, max_iterations: int
         the payload: ``agent`` (the learner's ``state_dict``), ``rng``, ``iteration``, ...
 
     Raises:
-        UserError: unreadable, another algo or task, or already at ``max_iterations``.
+        UserError: unreadable, NaN or infinite weights, another algo or task, or already at
+            ``max_iterations``.
     """
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
@@ -81,6 +83,10 @@ def read_resume_checkpoint(path: Path, algo: str, task: str, max_iterations: int
         raise UserError(f"training.resume: cannot read {path}: {type(exc).__name__}: {first}") from None
     if not isinstance(payload, dict) or not isinstance(payload.get("agent"), dict):
         raise UserError(f"training.resume: {path} is not a unilab checkpoint (no 'agent' entry)")
+    bad = runs.first_non_finite(payload["agent"])
+    if bad:
+        raise UserError(f"training.resume: {path} has NaN or infinite weights: first in {bad}; resume from an "
+                        f"earlier checkpoint of that run (training.resume=<run>/model_<iteration>.pt)")
     if payload.get("algo") != algo or payload.get("task") != task:
         raise UserError(
             f"training.resume: {path} is a {payload.get('algo')}/{payload.get('task')} checkpoint, not {algo}/{task}"

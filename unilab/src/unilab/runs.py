@@ -132,6 +132,24 @@ def save_checkpoint(run_dir: Path, iteration: int, payload: dict[str, Any], keep
     return path
 
 
+def first_non_finite(tree: Any, prefix: str = "") -> str | None:
+    """The dotted key of the first floating-point tensor in ``tree`` (nested dicts, lists and
+    tuples, e.g. a checkpoint's ``agent`` state) holding a NaN or an infinity, with the count:
+    ``"critic.q1.0.weight (3 of 73728 values)"``; None when every tensor is finite."""
+    if isinstance(tree, torch.Tensor):
+        if tree.is_floating_point() or tree.is_complex():
+            bad = int((~torch.isfinite(tree)).sum())
+            if bad:
+                return f"{prefix or '<tensor>'} ({bad} of {tree.numel()} values)"
+        return None
+    items = tree.items() if isinstance(tree, dict) else enumerate(tree) if isinstance(tree, (list, tuple)) else ()
+    for key, value in items:
+        found = first_non_finite(value, f"{prefix}.{key}" if prefix else str(key))
+        if found:
+            return found
+    return None
+
+
 def _repo_root() -> Path | None:
     here = Path(__file__).resolve()
     for parent in here.parents:

@@ -112,6 +112,7 @@ def _learn_into(run_dir: Path, summary: runs.RunSummary, p: RunPlan, env, learne
     Raises:
         RunFailed: an ``OSError`` (a full disk) stopped the run or kept its last checkpoint out.
     """
+    from unilab.divergence import DivergenceHooks, DivergenceMonitor
     from unilab.eval.training import EvalHooks, TrainingEvaluator
 
     training = p.cfg.training
@@ -123,10 +124,12 @@ def _learn_into(run_dir: Path, summary: runs.RunSummary, p: RunPlan, env, learne
         interrupts, p.dctx, training.log_interval, training.max_iterations,
     )
     evaluator = TrainingEvaluator.for_run(p.cfg, p.task_reg, run_dir, steps_per_iteration, hooks.writer, summary.update)
-    hooks.extra.append(EvalHooks(evaluator, learner))
+    hooks.extra += [DivergenceHooks(DivergenceMonitor(env.num_envs), summary, training.log_interval,
+                                    training.max_iterations),  # rank 0's worlds
+                    EvalHooks(evaluator, learner)]
     try:
         result = _learn(p, env, learner, hooks, interrupts)
-    except OSError as exc:
+    except (OSError, MemoryError, torch.OutOfMemoryError) as exc:  # the machine's fault, recorded as "failed"
         raise RunFailed(summary.data.get("error") or str(exc), run_dir) from exc
     if p.dctx.enabled:  # a real check, recorded: every rank's learner state hashes the same
         identical = p.dctx.check_identical(learner)

@@ -24,11 +24,12 @@ DEFAULT_NUM_ENVS = 4
 DEFAULT_STEPS = 250
 """Env steps of ``unilab play``: 5 s at the G1 tasks' 50 Hz, short enough to end every training run."""
 DEFAULT_ATOL = 1e-4
-"""Largest |onnx - torch| action difference ``unilab export`` accepts, in the env's action units.
-Both runtimes compute in float32 and round differently: on g1_walk_flat, whose action box reaches
-±21.7 units, torch float32 itself is 5e-5 off a float64 evaluation for a policy with pre-tanh
-means near ±3 (docs/play_export.md). A broken export (a missing normalizer, a wrong op) is off by
-1e-2 or more."""
+"""The bar of ``unilab export``: the largest |onnx - torch| of any action it accepts, absolute, in
+the env's action units (docs/play_export.md, "The bar"). Both runtimes compute in float32 and
+round differently, more so for large actions: on g1_walk_flat, whose action box reaches ±21.7
+units, torch float32 itself is 5e-5 off a float64 evaluation for a policy with pre-tanh means near
+±3. 1e-4 units are at most 5.5e-5 rad of joint target on the G1. A broken export (a missing
+normalizer, a wrong op) is off by 1e-2 or more."""
 
 
 def after_training(run_dir: Path) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from unilab import runs
 from unilab.build import algo_config
@@ -28,6 +28,7 @@ from unilab.config import (
     migrate_saved_config,
     parse_overrides,
     valid_keys,
+    validate,
 )
 from unilab.errors import UserError
 from unilab.plugins import ALGORITHMS, BACKENDS, TASKS, lookup
@@ -146,10 +147,16 @@ def read_run_config(run_dir: Path) -> dict[str, Any]:
     Raises:
         UserError: it cannot be read or parsed.
     """
+    path = run_dir / "run_config.json"
     try:
-        return json.loads((run_dir / "run_config.json").read_text())
+        data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        raise UserError(f"cannot read {run_dir / 'run_config.json'}: {exc}") from None
+        raise UserError(f"cannot read {path}: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in ("algo", "task")):
+        what = (f"a JSON {type(data).__name__}" if not isinstance(data, dict)
+                else "an object without 'algo' and 'task' names")
+        raise UserError(f"{path} is {what}; expected the object unilab train writes (algo, task, sim, config)")
+    return data
 
 
 def run_config(
@@ -195,17 +202,17 @@ def run_config(
         _check_keys(user, model, "the command line")
     except ConfigError as exc:
         raise UserError(str(exc)) from None
+    if not isinstance(saved, dict):
+        raise UserError(f"the config of {run_dir} is {type(saved).__name__}, not a mapping of sections")
     tree = deep_merge(deep_merge(saved, parse_overrides(play_overrides)), user)
     try:
-        cfg = model.model_validate(tree)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(p) for p in err["loc"])
-        detail = f"{err.get('input')!r} ({err['msg'].lower()})"
-        if any(key == k or key.startswith(k + ".") for k in _dotted_keys(user)):
-            raise UserError(f"invalid value for {key}: {detail}") from None
+        cfg = validate(model, tree)
+    except ConfigError as exc:
+        key = exc.key or ""
+        if any(key == k or key.startswith(k + ".") or k.startswith(key + ".") for k in _dotted_keys(user)):
+            raise UserError(str(exc)) from None
         raise UserError(
-            f"the config of {run_dir} does not validate with the installed plugins: {key}: {detail}"
+            f"the config of {run_dir} does not validate with the installed plugins: {exc}"
         ) from None
     return LoadedRun(run_dir, checkpoint, payload, algo, task, sim, algo_reg, task_reg, backend_reg, cfg,
                      [*play_overrides, *overrides], final=is_final_checkpoint(run_dir, checkpoint))
@@ -228,8 +235,9 @@ def load_run(
             (:data:`PLAY_OVERRIDES`).
 
     Raises:
-        UserError: no such run or checkpoint, an unreadable checkpoint, a plugin the run used is
-            not installed, or an override/config that does not validate (one line each).
+        UserError: no such run or checkpoint, an unreadable checkpoint or one with NaN or
+            infinite weights, a plugin the run used is not installed, or an override/config that
+            does not validate (one line each).
     """
     try:
         run_dir = runs.resolve_run_dir(run, log_dir)
@@ -243,6 +251,10 @@ def load_run(
         raise UserError(f"cannot load checkpoint {ckpt_path}: {type(exc).__name__}: {exc}") from None
     if not isinstance(payload, dict) or "agent" not in payload:
         raise UserError(f"{ckpt_path} is not a unilab checkpoint (no 'agent' entry)")
+    bad = runs.first_non_finite(payload["agent"])
+    if bad:
+        raise UserError(f"checkpoint {ckpt_path} has NaN or infinite weights: first in {bad}; "
+                        f"play or export an earlier checkpoint (--checkpoint model_<iteration>.pt)")
     return run_config(run_dir, overrides, checkpoint=ckpt_path, payload=payload, saved_run=saved_run)
 
 
@@ -443,10 +455,7 @@ def record_result(run_dir: Path, loaded: LoadedRun, kind: str, entry: dict[str, 
         update_summary(run_dir, **{kind: entry}, **final_fields)
         return
     path = Path(run_dir) / "run_summary.json"
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        data = {}
+    data = _read_summary(path)
     field_name = f"{kind}_checkpoints"
     entries = data.get(field_name) if isinstance(data.get(field_name), dict) else {}
     entries[str(loaded.iteration)] = entry
@@ -457,12 +466,19 @@ def record_result(run_dir: Path, loaded: LoadedRun, kind: str, entry: dict[str, 
 def update_summary(run_dir: Path, **fields: Any) -> None:
     """Merge ``fields`` into ``run_dir/run_summary.json`` (created if missing), atomically."""
     path = Path(run_dir) / "run_summary.json"
+    data = _read_summary(path)
+    data.update(fields)
+    runs.write_json(path, data)
+
+
+def _read_summary(path: Path) -> dict[str, Any]:
+    """``run_summary.json`` as a dict; ``{}`` when it is missing, unreadable or not an object
+    (it is then rewritten with only the new fields)."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
-        data = {}
-    data.update(fields)
-    runs.write_json(path, data)
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def relative_to_run(path: Path, run_dir: Path) -> str:

@@ -37,6 +37,14 @@ from unilab_rl.vecenv import Mirror
 from unisim import SimBackend, SimSpec
 
 
+DIVERGED_KEY = "Env/diverged_fraction"
+"""Step log key: the share of the rows whose physics diverged in this step (each ends terminated,
+reward 0). A fraction rather than a count, so the async runtime's mean over equal shards is
+still exact; ``unilab.divergence.DivergenceMonitor`` turns it back into counts."""
+ENDED_KEY = "Env/ended_fraction"
+"""Step log key: the share of the rows whose episode ended in this step (terminated or truncated)."""
+
+
 @dataclass
 class EnvCfg:
     """Everything a ManagerBasedRlEnv is built from (tasks produce it; users tune the task config).
@@ -180,6 +188,7 @@ class ManagerBasedRlEnv:
         terminated, truncated = self.termination_manager.compute()
         reward = self.reward_manager.compute()
         final_obs = self.observation_manager.compute()
+        terminated, diverged = self._contain_divergence(terminated, reward, final_obs)
 
         done_ids = (terminated | truncated).nonzero(as_tuple=False).flatten()
         log: dict[str, float] = {}
@@ -189,6 +198,8 @@ class ManagerBasedRlEnv:
             obs = {g: final_obs[g].index_put((done_ids,), fresh[g]) for g in fresh}
         else:
             obs = final_obs
+        log[DIVERGED_KEY] = diverged / self.num_envs
+        log[ENDED_KEY] = len(done_ids) / self.num_envs
         # Interval events (pushes) act after the observation: the policy sees their effect in the
         # next step's observation, as an unobserved disturbance of this transition.
         self.event_manager.step()
@@ -223,6 +234,28 @@ class ManagerBasedRlEnv:
         return self._mirror
 
     # ---------------------------------------------------------------- internals
+    def _contain_divergence(
+        self, terminated: torch.Tensor, reward: torch.Tensor, final_obs: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, int]:
+        """Rows whose physics diverged in this step (``backend.diverged()``: non-finite state,
+        MuJoCo's bad qpos/qvel/qacc warning or a physics error) end here as terminated, with
+        reward 0 and an all-zero final observation, so the transition the learner stores is
+        bounded: its reward and s' were computed from a state that is not physics (rewards of
+        -1e17 entered the replay before), and terminated means s' is never bootstrapped from.
+        ``reward`` and ``final_obs`` are changed in place.
+
+        Returns:
+            ``terminated`` (N,) bool with the diverged rows set, and their count.
+        """
+        diverged = self.backend.diverged().to(self.device)
+        count = int(diverged.sum())
+        if count:
+            reward[diverged] = 0.0
+            for obs in final_obs.values():
+                obs[diverged] = 0.0
+            terminated = terminated | diverged
+        return terminated, count
+
     def _reset_rows(self, env_ids: torch.Tensor) -> dict[str, float]:
         """Log the ending episodes of ``env_ids``, then reset them. Returns the log entries."""
         log = self.reward_manager.reset(env_ids)

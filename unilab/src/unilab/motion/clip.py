@@ -24,6 +24,7 @@ names lets a clip be matched to any model by name.
 from __future__ import annotations
 
 import os
+import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -234,31 +235,51 @@ def load_motion(
     path = Path(path)
     if not path.is_file():
         raise MotionFormatError(path, "file", "expected an existing .npz file")
+    if not zipfile.is_zipfile(path):  # np.load would try a .npy or a pickle next
+        raise MotionFormatError(path, "file", "expected a numpy .npz archive (a zip of .npy arrays); it is not one")
     try:
         data = np.load(path, allow_pickle=False)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is one message
-        raise MotionFormatError(path, "file", f"expected a numpy .npz archive ({exc})") from None
+        raise MotionFormatError(path, "file", f"expected a numpy .npz archive ({type(exc).__name__}: {exc})") from None
     with data:
         missing = [k for k in REQUIRED_KEYS if k not in data.files]
         if missing:
             raise MotionFormatError(
                 path, missing[0], f"missing; expected keys {list(REQUIRED_KEYS)}, found {sorted(data.files)}"
             )
-        fps = np.asarray(data["fps"]).reshape(-1)
+        fps = _member(data, path, "fps").reshape(-1)
         if fps.size != 1 or not np.issubdtype(fps.dtype, np.number):
             raise MotionFormatError(path, "fps", f"expected one number, got {fps!r}")
         names = {}
         for key in ("joint_names", "body_names"):
-            arr = np.asarray(data[key])
+            arr = _member(data, path, key)
             if arr.ndim != 1 or arr.dtype.kind not in "US":
                 raise MotionFormatError(path, key, f"expected a 1-D array of strings, got {arr.dtype} {arr.shape}")
             names[key] = tuple(str(n) for n in arr.tolist())
         arrays = {}
         for key in REQUIRED_KEYS[3:]:
-            arr = np.asarray(data[key])
+            arr = _member(data, path, key)
             if not np.issubdtype(arr.dtype, np.floating):
                 raise MotionFormatError(path, key, f"expected floating-point values, got {arr.dtype}")
             arrays[key] = arr.astype(np.float32)
     clip = MotionClip(fps=float(fps[0]), **names, **arrays, source=str(path))
     validate_motion(clip, joint_names=joint_names, joint_limits=joint_limits, limit_tolerance=limit_tolerance)
     return clip
+
+
+def _member(data, path: Path, key: str) -> np.ndarray:
+    """Array ``key`` of an open npz, never unpickled.
+
+    Raises:
+        MotionFormatError: an object (pickled) array, or a member that cannot be read.
+    """
+    try:
+        return np.asarray(data[key])
+    except ValueError as exc:
+        if "allow_pickle" in str(exc):  # numpy: "Object arrays cannot be loaded when allow_pickle=False"
+            raise MotionFormatError(
+                path, key, "expected a numeric or string array; it holds Python objects (pickled data), which are never loaded"
+            ) from None
+        raise MotionFormatError(path, key, f"unreadable array ({exc})") from None
+    except Exception as exc:  # noqa: BLE001 - a damaged archive member is one message
+        raise MotionFormatError(path, key, f"unreadable array ({type(exc).__name__}: {exc})") from None

@@ -319,8 +319,8 @@ class RunBook:
 
         Status: ``normal_completion``; a :class:`StopTraining`'s status; ``interrupted`` for
         ``KeyboardInterrupt``; ``failed`` for a collector's death (an exception with a
-        ``collector_failure`` attribute) or an ``OSError`` (a full disk: the error names the path
-        and the errno); ``error`` for any other exception. A failure while saving the last
+        ``collector_failure`` attribute), an ``OSError`` (a full disk: the error names the path
+        and the errno) or an allocation that failed; ``error`` for any other exception. A failure while saving the last
         checkpoint is appended to ``error`` (and makes a completed run ``failed``); a failing
         ``on_end`` is logged when another error is already on its way, else raised.
         """
@@ -370,6 +370,9 @@ def classify(exc: BaseException) -> tuple[str, str]:
         return "failed", str(exc).splitlines()[0]
     if isinstance(exc, OSError):
         return "failed", _reason(exc)
+    if isinstance(exc, (MemoryError, torch.OutOfMemoryError)):
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return "failed", f"out of memory: {first}"
     return "error", f"{type(exc).__name__}: {exc}"
 
 

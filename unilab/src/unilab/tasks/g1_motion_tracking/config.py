@@ -11,13 +11,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from unilab.config import MAX_PUSH_ANG_VEL, MAX_PUSH_LIN_VEL, FilePath
+
 
 class MotionConfig(BaseModel):
     """The reference clip and how start times are drawn."""
 
     model_config = ConfigDict(extra="forbid")
-    file: str | None = Field(
-        None, description="motion npz (unilab motion import); default: the clip shipped with the task"
+    file: FilePath | None = Field(
+        None, description="motion npz (unilab motion import), stored absolute; default: the clip shipped with the task"
     )
     sampling: Literal["adaptive", "uniform", "start"] = Field(
         "adaptive", description="start times: adaptive (failure-weighted bins), uniform, or frame 0"
@@ -38,10 +40,10 @@ class ResetNoiseConfig(BaseModel):
     pos_z_m: float = Field(0.01, ge=0.0, description="root z, m")
     roll_pitch_rad: float = Field(0.1, ge=0.0, description="root roll and pitch, rad")
     yaw_rad: float = Field(0.2, ge=0.0, description="root yaw, rad")
-    lin_vel_xy: float = Field(0.5, ge=0.0, description="root vx, vy, m/s")
-    lin_vel_z: float = Field(0.2, ge=0.0, description="root vz, m/s")
-    ang_vel_roll_pitch: float = Field(0.52, ge=0.0, description="root roll/pitch rate, rad/s")
-    ang_vel_yaw: float = Field(0.78, ge=0.0, description="root yaw rate, rad/s")
+    lin_vel_xy: float = Field(0.5, ge=0.0, le=MAX_PUSH_LIN_VEL, description="root vx, vy, m/s")
+    lin_vel_z: float = Field(0.2, ge=0.0, le=MAX_PUSH_LIN_VEL, description="root vz, m/s")
+    ang_vel_roll_pitch: float = Field(0.52, ge=0.0, le=MAX_PUSH_ANG_VEL, description="root roll/pitch rate, rad/s")
+    ang_vel_yaw: float = Field(0.78, ge=0.0, le=MAX_PUSH_ANG_VEL, description="root yaw rate, rad/s")
     joint_pos_rad: float = Field(0.1, ge=0.0, description="joints, rad (then clipped to the soft limits)")
 
 
@@ -94,15 +96,15 @@ class DomainRandomizationConfig(BaseModel):
 
 class PushConfig(BaseModel):
     """Pushes: the base velocity changes by U(±range) every U(interval_s) s (BeyondMimic uses the
-    reset velocity ranges)."""
+    reset velocity ranges); at most ``unilab.config.MAX_PUSH_LIN_VEL`` and ``MAX_PUSH_ANG_VEL``."""
 
     model_config = ConfigDict(extra="forbid")
     enabled: bool = Field(True, description="push the robot")
     interval_s: tuple[float, float] = Field((1.0, 3.0), description="s between pushes")
-    lin_vel_xy: float = Field(0.5, ge=0.0, description="m/s")
-    lin_vel_z: float = Field(0.2, ge=0.0, description="m/s")
-    ang_vel_roll_pitch: float = Field(0.52, ge=0.0, description="rad/s")
-    ang_vel_yaw: float = Field(0.78, ge=0.0, description="rad/s")
+    lin_vel_xy: float = Field(0.5, ge=0.0, le=MAX_PUSH_LIN_VEL, description="m/s")
+    lin_vel_z: float = Field(0.2, ge=0.0, le=MAX_PUSH_LIN_VEL, description="m/s")
+    ang_vel_roll_pitch: float = Field(0.52, ge=0.0, le=MAX_PUSH_ANG_VEL, description="rad/s")
+    ang_vel_yaw: float = Field(0.78, ge=0.0, le=MAX_PUSH_ANG_VEL, description="rad/s")
 
 
 class G1MotionTrackingConfig(BaseModel):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from unilab.config import MAX_PUSH_ANG_VEL, MAX_PUSH_LIN_VEL
+
 
 def _ordered(value: tuple[float, float]) -> tuple[float, float]:
     if value[0] > value[1]:
@@ -99,15 +101,16 @@ class DomainRandomizationConfig(BaseModel):
 
 
 class PushVelocityConfig(BaseModel):
-    """Push magnitudes ±: half of mjlab's ranges to start (tasks.md recommendation)."""
+    """Push magnitudes ±: half of mjlab's ranges to start (tasks.md recommendation); at most
+    :data:`MAX_PUSH_LIN_VEL` and :data:`MAX_PUSH_ANG_VEL`."""
 
     model_config = ConfigDict(extra="forbid")
-    x: float = Field(0.25, ge=0.0, description="m/s, world frame")
-    y: float = Field(0.25, ge=0.0, description="m/s, world frame")
-    z: float = Field(0.2, ge=0.0, description="m/s, world frame")
-    roll: float = Field(0.26, ge=0.0, description="rad/s, base frame")
-    pitch: float = Field(0.26, ge=0.0, description="rad/s, base frame")
-    yaw: float = Field(0.39, ge=0.0, description="rad/s, base frame")
+    x: float = Field(0.25, ge=0.0, le=MAX_PUSH_LIN_VEL, description="m/s, world frame")
+    y: float = Field(0.25, ge=0.0, le=MAX_PUSH_LIN_VEL, description="m/s, world frame")
+    z: float = Field(0.2, ge=0.0, le=MAX_PUSH_LIN_VEL, description="m/s, world frame")
+    roll: float = Field(0.26, ge=0.0, le=MAX_PUSH_ANG_VEL, description="rad/s, base frame")
+    pitch: float = Field(0.26, ge=0.0, le=MAX_PUSH_ANG_VEL, description="rad/s, base frame")
+    yaw: float = Field(0.39, ge=0.0, le=MAX_PUSH_ANG_VEL, description="rad/s, base frame")
 
 
 class PushConfig(BaseModel):

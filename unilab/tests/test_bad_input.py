@@ -1,0 +1,135 @@
+"""Bad files and values given to the commands end in one ``error:`` line (exit 2), never a
+traceback: a run_config.json that is not an object, npz files that are not clips or hold pickled
+objects, checkpoints with NaN weights, seeds numpy cannot take; and a run trained with relative
+paths plays from another directory."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from unilab.train import train
+
+UNILAB = str(Path(sys.executable).parent / "unilab")
+TINY = [
+    "algo.num_envs=2", "algo.max_iterations=2", "algo.batch_size=16", "algo.num_updates=1",
+    "algo.learning_starts=1", "algo.buffer_size_per_env=8", "sim.nthread=1", "training.device=cpu",
+    "training.progress=false", "training.no_play=true", "algo.runtime=sync",
+]
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([UNILAB, *args], cwd=cwd, capture_output=True, text=True, timeout=240)
+
+
+def one_error_line(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    logs = tmp_path_factory.mktemp("bad_input") / "logs"
+    return train("sac", "g1_walk_flat", "mujoco", [*TINY, f"training.log_dir={logs}"], argv=[])
+
+
+@pytest.mark.parametrize("content", ["[1, 2, 3]", '"run"', '{"config": {}}'], ids=["list", "string", "no-names"])
+@pytest.mark.parametrize("command", ["play", "export"])
+def test_a_run_config_that_is_not_unilabs_object_is_one_line(run_dir, tmp_path, content, command):
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    (run / "run_config.json").write_text(content)
+    line = one_error_line(run_cli(command, str(run), cwd=tmp_path))
+    assert line.startswith(f"error: {run / 'run_config.json'} is ")
+    assert "expected the object unilab train writes" in line
+
+
+def _nan_checkpoint(run_dir: Path, tmp_path: Path) -> tuple[Path, str]:
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    payload = torch.load(run / "model_last.pt", weights_only=False)
+    name = next(k for k, v in payload["agent"]["actor"].items() if v.is_floating_point() and v.dim() == 2)
+    payload["agent"]["actor"][name][0, :3] = float("nan")
+    torch.save(payload, run / "model_last.pt")
+    return run, f"actor.{name} (3 of {payload['agent']['actor'][name].numel()} values)"
+
+
+@pytest.mark.parametrize("command", ["play", "export"])
+def test_a_checkpoint_with_nan_weights_is_refused_naming_the_tensor(run_dir, tmp_path, command):
+    run, where = _nan_checkpoint(run_dir, tmp_path)
+    line = one_error_line(run_cli(command, str(run), "--no-video" if command == "play" else "--atol=1", cwd=tmp_path))
+    assert line == (f"error: checkpoint {run / 'model_last.pt'} has NaN or infinite weights: first in {where}; "
+                    "play or export an earlier checkpoint (--checkpoint model_<iteration>.pt)")
+    assert not (run / "policy.onnx").exists()
+
+
+def test_resuming_from_nan_weights_is_refused_before_anything_is_built(run_dir, tmp_path):
+    run, where = _nan_checkpoint(run_dir, tmp_path)
+    result = run_cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, "algo.max_iterations=4",
+                     f"algo.resume={run}", f"training.log_dir={tmp_path / 'logs'}", cwd=tmp_path)
+    line = one_error_line(result)
+    assert line.startswith(f"error: algo.resume: {run / 'model_last.pt'} has NaN or infinite weights: first in {where}")
+    assert not list((tmp_path / "logs").glob("*/*/*"))  # no run directory
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**32)])
+def test_a_seed_numpy_cannot_take_is_one_line(tmp_path, seed):
+    line = one_error_line(run_cli("train", "--algo", "sac", "--task", "g1_walk_flat", f"training.seed={seed}",
+                                  cwd=tmp_path))
+    assert line.startswith(f"error: invalid value for training.seed: {seed} (input should be")
+
+
+def _object_npz(path: Path) -> Path:
+    from unilab.tasks.g1_motion_tracking.env_cfg import DEFAULT_MOTION
+
+    with np.load(DEFAULT_MOTION) as data:
+        arrays = {k: data[k] for k in data.files}
+    arrays["joint_pos"] = np.array([{"not": "numbers"}], dtype=object)
+    np.savez(path, **arrays)
+    return path
+
+
+def test_motion_inspect_of_an_npz_with_object_arrays_is_one_line(tmp_path):
+    clip = _object_npz(tmp_path / "objects.npz")
+    line = one_error_line(run_cli("motion", "inspect", str(clip), cwd=tmp_path))
+    assert line == (f"error: motion file {str(clip)!r}: key 'joint_pos': expected a numeric or string array; it "
+                    "holds Python objects (pickled data), which are never loaded")
+
+
+@pytest.mark.parametrize("content", [b"frame,x,y\n0,1,2\n", b"\x93NUMPY\x01\x00v\x00"], ids=["csv", "npy"])
+def test_a_file_that_is_not_an_npz_is_refused_without_numpys_unsafe_hint(tmp_path, content):
+    notes = tmp_path / "clip.npz"
+    notes.write_bytes(content)
+    for args in (["motion", "inspect", str(notes)],
+                 ["train", "--algo", "sac", "--task", "g1_motion_tracking", *TINY, f"env.motion.file={notes}",
+                  f"training.log_dir={tmp_path / 'logs'}"]):
+        line = one_error_line(run_cli(*args, cwd=tmp_path))
+        assert "expected a numpy .npz archive (a zip of .npy arrays); it is not one" in line
+        assert "allow_pickle" not in line and "unsafely" not in line
+
+
+def test_a_run_with_relative_paths_plays_from_another_directory(tmp_path):
+    from unilab.tasks.g1_motion_tracking.env_cfg import DEFAULT_MOTION
+
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    work.mkdir()
+    elsewhere.mkdir()
+    shutil.copy(DEFAULT_MOTION, work / "clip.npz")
+    result = run_cli("train", "--algo", "sac", "--task", "g1_motion_tracking", *TINY, "env.motion.file=clip.npz",
+                     "training.log_dir=logs", cwd=work)
+    assert result.returncode == 0, result.stderr
+    run = next((work / "logs").glob("sac/g1_motion_tracking/*"))
+    saved = json.loads((run / "run_config.json").read_text())["config"]
+    assert saved["env"]["motion"]["file"] == str(work / "clip.npz")
+    played = run_cli("play", str(run), "--no-video", "--steps", "3", "--num-envs", "1", cwd=elsewhere)
+    assert played.returncode == 0, played.stderr
