@@ -19,9 +19,9 @@ from unilab.train import train
 
 UNILAB = str(Path(sys.executable).parent / "unilab")
 TINY = [
-    "algo.num_envs=2", "algo.max_iterations=2", "algo.batch_size=16", "algo.num_updates=1",
+    "training.num_envs=2", "training.max_iterations=2", "algo.batch_size=16", "algo.num_updates=1",
     "algo.learning_starts=1", "algo.buffer_size_per_env=8", "sim.nthread=1", "training.device=cpu",
-    "training.progress=false", "training.no_play=true", "algo.runtime=sync",
+    "training.progress=false", "training.no_play=true", "runtime.mode=sync",
 ]
 
 
@@ -75,10 +75,10 @@ def test_a_checkpoint_with_nan_weights_is_refused_naming_the_tensor(run_dir, tmp
 
 def test_resuming_from_nan_weights_is_refused_before_anything_is_built(run_dir, tmp_path):
     run, where = _nan_checkpoint(run_dir, tmp_path)
-    result = run_cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, "algo.max_iterations=4",
-                     f"algo.resume={run}", f"training.log_dir={tmp_path / 'logs'}", cwd=tmp_path)
+    result = run_cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, "training.max_iterations=4",
+                     f"training.resume={run}", f"training.log_dir={tmp_path / 'logs'}", cwd=tmp_path)
     line = one_error_line(result)
-    assert line.startswith(f"error: algo.resume: {run / 'model_last.pt'} has NaN or infinite weights: first in {where}")
+    assert line.startswith(f"error: training.resume: {run / 'model_last.pt'} has NaN or infinite weights: first in {where}")
     assert not list((tmp_path / "logs").glob("*/*/*"))  # no run directory
 
 

@@ -167,9 +167,9 @@ def test_ctrl_c_during_a_long_first_compile_stops_within_seconds(tmp_path):
     import torch
 
     marker = tmp_path / "compiling"
-    args = ["train", "--algo", "sac", "--task", "g1_walk_flat", "algo.runtime=sync", "algo.num_envs=4",
+    args = ["train", "--algo", "sac", "--task", "g1_walk_flat", "runtime.mode=sync", "training.num_envs=4",
             "algo.batch_size=16", "algo.learning_starts=2", "algo.buffer_size_per_env=16", "sim.nthread=1",
-            "training.no_play=true", "algo.max_iterations=10", f"training.log_dir={tmp_path / 'logs'}"]
+            "training.no_play=true", "training.max_iterations=10", f"training.log_dir={tmp_path / 'logs'}"]
     proc = subprocess.Popen([sys.executable, "-c", _BLOCKING_COMPILE_CHILD, str(marker), *args], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:

@@ -46,9 +46,9 @@ def test_the_refusal_names_the_largest_parts_keys_the_estimate_and_what_is_avail
     line = memory.refusal(est, host=16 * 10**9, device=None)
     replay = 1024 * 100_000_000 * (2 * 4 * (99 + 111) + 4 * 29 + 5)
     need = memory._size(est.total(on_device=False))
-    assert line.startswith(f"algo.buffer_size_per_env=1024, algo.num_envs=100000000: this run needs about {need} ")
+    assert line.startswith(f"algo.buffer_size_per_env=1024, training.num_envs=100000000: this run needs about {need} ")
     assert f"of host memory (replay buffer {memory._size(replay)}: 1024 x 100000000 transitions of 1.8 KB; envs" in line
-    assert line.endswith("but 16.0 GB is available; lower algo.buffer_size_per_env or algo.num_envs, or set "
+    assert line.endswith("but 16.0 GB is available; lower algo.buffer_size_per_env or training.num_envs, or set "
                          "training.allow_large=true to start anyway")
     assert memory.refusal(est, host=None, device=None) is None  # unknown: not refused
     small = memory.estimate("sac", SACConfig(num_envs=8, buffer_size_per_env=64, batch_size=64), probe,
@@ -72,8 +72,8 @@ app(sys.argv[1:], prog_name="unilab")
 
 @pytest.mark.parametrize("key, value", [("algo.buffer_size_per_env", 30000), ("algo.batch_size", 2000)])
 def test_a_run_that_does_not_fit_is_refused_before_the_run_directory(tmp_path, key, value):
-    args = ["train", "--algo", "sac", "--task", "g1_walk_flat", "algo.runtime=sync", "algo.num_envs=4",
-            "algo.learning_starts=1", "algo.max_iterations=2", "sim.nthread=1", "training.no_play=true",
+    args = ["train", "--algo", "sac", "--task", "g1_walk_flat", "runtime.mode=sync", "training.num_envs=4",
+            "algo.learning_starts=1", "training.max_iterations=2", "sim.nthread=1", "training.no_play=true",
             f"training.log_dir={tmp_path / 'logs'}", "algo.batch_size=16", "algo.buffer_size_per_env=16", f"{key}={value}"]
     run = [sys.executable, "-c", _SMALL_MACHINE_CHILD]
     result = subprocess.run([*run, *args], cwd=tmp_path, capture_output=True, text=True, timeout=240)
