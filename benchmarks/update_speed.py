@@ -58,7 +58,7 @@ def one(args: argparse.Namespace, algo: str, mode: str) -> dict:
     algo_cfg = _algo_config(algo_reg, cfg)
     n = algo_cfg.num_envs
     env = task_reg.item.make_env(cfg.env, backend_cls=backend_reg.item, num_envs=n, nthread=1,
-                                 cpu_ids=None, robot_mjcf=cfg.robot.mjcf, seed=cfg.training.seed)
+                                 cpu_ids=None, robot=cfg.robot, seed=cfg.training.seed)
     try:
         agent = algo_reg.item.make_agent(env, algo_cfg, device)
         obs_dims = dict(env.obs_dims)

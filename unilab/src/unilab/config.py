@@ -7,19 +7,20 @@ command line's overrides. Every key of every layer is checked: an unknown key is
 the closest valid key, and a value of the wrong type names the key, the value and what was expected.
 
 Sections: ``algo`` (the algorithm's config dataclass), ``env`` (the task's settings), ``sim``
-(physics threads), ``robot`` (model file), ``training`` (seed, log_dir, device, ...).
+(physics threads), ``robot`` (robot, model file, drives), ``training`` (seed, log_dir, device, ...).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
 import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 
 class ConfigError(ValueError):
@@ -36,12 +37,24 @@ class SimConfig(BaseModel):
 
 
 class RobotConfig(BaseModel):
-    """Robot model settings."""
+    """Robot model settings (docs/robots.md)."""
 
     model_config = ConfigDict(extra="forbid")
+    name: str = Field("g1", description="robot description (see `unilab plugins`): joints, drives, pose, feet")
     mjcf: str | None = Field(
-        None, description="path of a user G1 MJCF (e.g. a Menagerie checkout); joints matched by name"
+        None, description="MJCF of that robot, e.g. a Menagerie checkout's g1.xml or scene.xml; joints and "
+        "bodies matched by name; a relative path is taken from the current directory"
     )
+    actuators: Literal["project", "file"] = Field(
+        "project", description="project: the robot's tuned drives replace the file's (a table shows what "
+        "differs); file: keep the file's actuators and derive the action scale from them"
+    )
+
+    @field_validator("mjcf")
+    @classmethod
+    def _absolute_mjcf(cls, value: str | None) -> str | None:
+        # stored absolute, so play and export find the file from any working directory
+        return None if value is None else os.path.abspath(os.path.expanduser(value))
 
 
 class TrainingConfig(BaseModel):

@@ -453,7 +453,7 @@ def _train(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, algo_cfg, argv
         num_envs=cfg.algo.num_envs,
         nthread=threads["physics_per_collector"] if runtime == "async" else cfg.sim.nthread,
         cpu_ids=cfg.sim.cpu_ids,
-        robot_mjcf=cfg.robot.mjcf,
+        robot=cfg.robot,
         seed=seed,
     )
     try:
