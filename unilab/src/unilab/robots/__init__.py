@@ -29,7 +29,8 @@ def get_robot(name: str) -> RobotDescription:
 
 def robot_scene(robot: Any = None, *, with_floor: bool = True, report: bool = True) -> RobotScene:
     """The task scene of the run's ``robot.*`` settings (:class:`unilab.config.RobotConfig`,
-    or any object with ``name``, ``mjcf`` and ``actuators``; None: the built-in G1 with the
+    or any object with ``name``, ``mjcf`` and ``actuators``, and optionally ``description``, a
+    :class:`RobotDescription` used instead of looking ``name`` up; None: the built-in G1 with the
     project's drives).
 
     With ``report``, a model file's drive table and changes are printed once per process
@@ -41,7 +42,9 @@ def robot_scene(robot: Any = None, *, with_floor: bool = True, report: bool = Tr
     name = getattr(robot, "name", "g1") if robot is not None else "g1"
     mjcf = getattr(robot, "mjcf", None) if robot is not None else None
     actuators = getattr(robot, "actuators", "project") if robot is not None else "project"
-    scene = build_scene(get_robot(name), mjcf=mjcf, actuators=actuators, with_floor=with_floor)
+    description = getattr(robot, "description", None)  # an unregistered description (conformance)
+    scene = build_scene(description if isinstance(description, RobotDescription) else get_robot(name),
+                        mjcf=mjcf, actuators=actuators, with_floor=with_floor)
     if report and (scene.report.source != "built-in" or actuators != "project"):
         print_report(scene.report)
     return scene
