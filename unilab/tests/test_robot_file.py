@@ -115,6 +115,10 @@ def test_project_drives_replace_the_files_and_a_table_shows_it(meshed):
         assert model.dof_armature[dof] == pytest.approx(drive.armature)
         assert model.dof_frictionloss[dof] == 0.0
     assert scene.action_scale == pytest.approx(G1.action_scale())
+    text_model = mujoco.MjModel.from_xml_string(scene.to_xml())  # what the env and backend compile
+    for field in ("actuator_gainprm", "actuator_biasprm", "actuator_ctrllimited", "actuator_forcerange",
+                  "dof_armature", "dof_frictionloss", "key_qpos", "key_ctrl", "site_pos"):
+        np.testing.assert_allclose(getattr(text_model, field), getattr(model, field), rtol=1e-5, atol=1e-7)
     diff = scene.report.differences()
     assert set(diff) == set(G1.joint_names)
     assert {"kp", "kd", "armature", "frictionloss"} <= set(diff["left_knee_joint"])

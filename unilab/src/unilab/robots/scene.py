@@ -265,14 +265,16 @@ def print_report(report: SceneReport, *, console=None, once: bool = True) -> boo
     """Show ``report`` as a rich table on stderr: the drives that differ (``file → project``),
     the action scale, then every other change, one line each.
 
-    Printed in the main process only (a spawned collector building the same env stays quiet) and,
-    with ``once``, once per process for the same robot, file and choice.
+    Printed in the main process of rank 0 only (a spawned collector or another torch.distributed
+    rank building the same env stays quiet) and, with ``once``, once per process for the same
+    robot, file and choice.
 
     Returns:
         Whether anything was printed.
     """
     key = (report.robot, report.source, report.actuators)
-    if multiprocessing.parent_process() is not None or (once and key in _PRINTED):
+    quiet = multiprocessing.parent_process() is not None or os.environ.get("RANK", "0") != "0"
+    if quiet or (once and key in _PRINTED):
         return False
     _PRINTED.add(key)
     from rich.console import Console
