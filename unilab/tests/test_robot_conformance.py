@@ -38,7 +38,8 @@ def test_a_broken_description_fails_naming_each_check():
 
 
 def test_a_robot_floating_above_the_floor_fails_the_default_pose():
-    high = dataclasses.replace(G1, name="high", keyframes={"up": Pose((0.0, 0.0, 1.5), dict(G1.default_pose.joint_pos))})
+    up = Pose((0.0, 0.0, 1.5), dict(G1.default_pose.joint_pos))
+    high = dataclasses.replace(G1, name="high", keyframes={"up": up})
     result = check_robot(high, tasks=(), raise_on_failure=False)
     assert "lowest foot point is +0.74" in result.failed["default_pose"]
 

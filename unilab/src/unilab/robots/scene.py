@@ -189,6 +189,7 @@ class SceneReport:
         project_drives: joint -> :class:`DriveValues` the description tunes.
         action_scale: joint -> rad per action unit the run uses.
         project_action_scale: joint -> rad per action unit from the description's drives.
+        action_scale_factor: the action scale is this times effort / kp.
         changes: every other addition or change, one line each.
     """
 
@@ -199,6 +200,7 @@ class SceneReport:
     project_drives: dict[str, DriveValues] = field(default_factory=dict)
     action_scale: dict[str, float] = field(default_factory=dict)
     project_action_scale: dict[str, float] = field(default_factory=dict)
+    action_scale_factor: float = 0.25
     changes: list[str] = field(default_factory=list)
 
     def differences(self) -> dict[str, list[str]]:
@@ -220,16 +222,9 @@ class SceneReport:
         if self.actuators == "project":
             what = ("the project's drives replace the file's" if n else "the file's drives equal the project's")
         else:
-            what = "the file's drives are kept; action scale = {:g} * effort / kp from them".format(
-                self._factor())
+            what = f"the file's drives are kept; action scale = {self.action_scale_factor:g} * effort / kp from them"
         return (f"robot.actuators={self.actuators}: robot {self.robot!r} from {self.source}: {what}"
                 f" ({n} of {total} joints differ)")
-
-    def _factor(self) -> float:
-        for j, f in self.file_drives.items():
-            if f.kind == "position" and self.action_scale.get(j):
-                return self.action_scale[j] * f.kp / f.effort
-        return float("nan")
 
     def rows(self) -> list[list[str]]:
         """Table rows: joint, then per column ``file -> project`` where they differ (else the one
@@ -729,7 +724,7 @@ def build_scene(
     if actuators not in ACTUATOR_CHOICES:
         raise RobotModelError(f"robot.actuators: expected one of {', '.join(ACTUATOR_CHOICES)}, got {actuators!r}")
     spec, source, from_file = _load(robot, mjcf)
-    report = SceneReport(robot.name, source, actuators)
+    report = SceneReport(robot.name, source, actuators, action_scale_factor=robot.action_scale_factor)
     model = _compile(spec, source)
     _check_names(model, robot, source)
 

@@ -31,7 +31,8 @@ import numpy as np
 from unilab.robots.g1 import g1_constants as C
 
 FOOT_SPHERES = ((-0.05, 0.025), (-0.05, -0.025), (0.12, 0.03), (0.12, -0.03))
-"""(x, y) of the 4 foot spheres in the ankle-roll frame, m (z = -0.025, radius 0.01: the sole at -0.035 m as the built-in G1's)."""
+"""(x, y) of the 4 foot spheres in the ankle-roll frame, m (z = -0.025, radius 0.01: the sole at
+-0.035 m, as the built-in G1's)."""
 
 _BOX_FACES = ((0, 1, 3), (0, 3, 2), (4, 6, 7), (4, 7, 5), (0, 4, 5), (0, 5, 1),
               (2, 3, 7), (2, 7, 6), (0, 2, 6), (0, 6, 4), (1, 5, 7), (1, 7, 3))
