@@ -60,7 +60,7 @@ def test_installed_example_passes_conformance_with_pytest(site, tmp_path):
 
 def test_installed_example_trains_with_robot_name_set_to_its_name(site, tmp_path):
     result = run(
-        site, str(BIN / "unilab"), "train", "--algo", "sac", "--task", "g1_walk_flat",
+        site, str(BIN / "unilab"), "train", "--algo", "sac", "--task", "g1_walk_flat", "--preset", "laptop",
         "robot.name=g1_home",
         "algo.num_envs=2", "algo.max_iterations=3", "algo.batch_size=32",
         "algo.learning_starts=1", "algo.num_updates=1", "algo.buffer_size_per_env=64",

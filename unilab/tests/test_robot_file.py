@@ -223,7 +223,8 @@ def test_train_play_export_from_other_directories(meshed, tmp_path, actuators, k
     train_dir.mkdir()
     other.mkdir()
     relative = os.path.relpath(meshed, train_dir)
-    result = cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, f"robot.mjcf={relative}",
+    result = cli("train", "--algo", "sac", "--task", "g1_walk_flat", "--preset", "laptop", *TINY,
+                 f"robot.mjcf={relative}",
                  f"robot.actuators={actuators}", "training.no_play=true", "training.log_dir=logs", cwd=train_dir)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"robot.actuators={actuators}: robot 'g1' from {meshed}" in result.stderr  # never silent
