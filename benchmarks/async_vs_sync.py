@@ -133,7 +133,7 @@ def main() -> None:
     def env_fn(nthread: int):
         return functools.partial(
             task_reg.item.make_env, cfg.env, backend_cls=backend_reg.item, num_envs=args.num_envs,
-            nthread=nthread, cpu_ids=cfg.sim.cpu_ids, robot_mjcf=cfg.robot.mjcf, seed=cfg.training.seed,
+            nthread=nthread, cpu_ids=cfg.sim.cpu_ids, robot=cfg.robot, seed=cfg.training.seed,
         )
 
     default_threads = torch.get_num_threads()

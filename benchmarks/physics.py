@@ -49,6 +49,12 @@ collision, dt 0.005) with its position gains (kp) x10, which holds it standing o
 builds 4096 worlds through MujocoBackend, randomizes friction, body masses, CoM offsets and
 actuator gains in every world (``set_model_field``: ``expand`` + ``set_const``), and steps.
 
+``--mjcf FILE`` measures a user's model instead (e.g. a Menagerie ``scene.xml`` with meshes), built
+as training builds it (:func:`unilab.robots.scene.build_scene`: the task's sensors, sites,
+options and keyframes added; drives per ``--actuators``, default ``project``), with the same kp
+scale and settling. Run the same grid with and without it to compare with the built-in model, e.g.
+``--nworld 1024 --threads 1,16 --variants bare,uni --memory-nworld 0 --bridge-nworld 0``.
+
 The compact table is printed last; ``--out`` writes everything as JSON.
 """
 
@@ -76,14 +82,21 @@ SLOW = ("rollout", "pyloop")
 
 
 # ---------------------------------------------------------------------------- model and state
-def g1_xml() -> str:
-    """The project's G1 scene with position gains x KP_SCALE (stands without a policy)."""
-    from unilab.robots.g1 import g1_scene_spec
+def g1_xml(mjcf: str | None = None, actuators: str = "project", kp_scale: float = KP_SCALE) -> str:
+    """The G1 scene (the project's model, or the user's ``mjcf`` built as training builds it) with
+    position gains x ``kp_scale`` (stands without a policy).
 
-    spec = g1_scene_spec()
+    Raises:
+        unilab.robots.RobotModelError: a user file that cannot serve (one line).
+    """
+    from unilab.robots.g1 import G1
+    from unilab.robots.scene import build_scene
+
+    spec = build_scene(G1, mjcf=mjcf, actuators=actuators).spec
     for act in spec.actuators:
-        act.gainprm[0] *= KP_SCALE  # kp
-        act.biasprm[1] *= KP_SCALE  # -kp (position actuator); kv (biasprm[2]) unchanged
+        act.gainprm[0] *= kp_scale  # kp
+        act.biasprm[1] *= kp_scale  # -kp (position actuator); kv (biasprm[2]) unchanged
+    spec.compile()
     return spec.to_xml()
 
 
@@ -93,7 +106,7 @@ def tracked_bodies() -> tuple[str, ...]:
     return (PELVIS_BODY, TORSO_BODY, *FOOT_BODIES)  # as the g1_walk_flat task
 
 
-def settled(model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray, dict]:
+def settled(model: mujoco.MjModel, kp_scale: float = KP_SCALE) -> tuple[np.ndarray, np.ndarray, dict]:
     """(INTEGRATION state, FULLPHYSICS state, facts) after settling from keyframe 0."""
     d = mujoco.MjData(model)
     mujoco.mj_resetDataKeyframe(model, d, 0)
@@ -105,7 +118,8 @@ def settled(model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray, dict]:
         mujoco.mj_getState(model, d, s, spec)
         states.append(s)
     facts = {"pelvis_z": float(d.qpos[2]), "ncon": int(d.ncon), "nefc": int(d.nefc),
-             "settle_steps": SETTLE_STEPS, "kp_scale": KP_SCALE}
+             "settle_steps": SETTLE_STEPS, "kp_scale": kp_scale, "nmesh": int(model.nmesh),
+             "ngeom": int(model.ngeom)}
     return states[0], states[1], facts
 
 
@@ -489,9 +503,10 @@ def bridge_costs(xml: str, nworlds: list[int], reps: int = 15) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------- memory probe
-def memory_probe(nworld: int, persistent: bool) -> dict:
+def memory_probe(nworld: int, persistent: bool, model: tuple = ()) -> dict:
     """Run in a fresh process: RSS of nworld G1 worlds through MujocoBackend, with per-world
-    friction, masses, CoM offsets and actuator gains, after stepping."""
+    friction, masses, CoM offsets and actuator gains, after stepping. ``model``: the arguments of
+    :func:`g1_xml`."""
     import torch
 
     from unisim import SimSpec
@@ -505,7 +520,7 @@ def memory_probe(nworld: int, persistent: bool) -> dict:
         with open("/proc/self/status") as f:
             return next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) / 1024
 
-    xml = g1_xml()
+    xml = g1_xml(*model)
     base = rss()
     be = MujocoBackend(SimSpec(mjcf=xml, num_envs=nworld, nthread=0, decimation=NSTEP,
                                tracked_bodies=tracked_bodies(),
@@ -533,8 +548,11 @@ def memory_probe(nworld: int, persistent: bool) -> dict:
     }
 
 
-def run_memory_probe(nworld: int, persistent: bool) -> dict | None:
-    cmd = [sys.executable, os.path.abspath(__file__), "--memory-probe", str(nworld)]
+def run_memory_probe(nworld: int, persistent: bool, args) -> dict | None:
+    cmd = [sys.executable, os.path.abspath(__file__), "--memory-probe", str(nworld),
+           "--actuators", args.actuators, "--kp-scale", str(args.kp_scale)]
+    if args.mjcf:
+        cmd += ["--mjcf", args.mjcf]
     if persistent:
         cmd.append("--probe-persistent")
     try:
@@ -626,7 +644,8 @@ def run_cell(xml, model, n, t, variants, args, s_int, s_full, ctrl, log):
 
 def fmt_table(cells, variants, mem, bridge, checks, facts, info, elapsed, clock="wall") -> str:
     lines = []
-    lines.append(f"G1 (unilab.robots.g1, kp x{KP_SCALE:g}, settled: pelvis z "
+    model = facts.get("model", "unilab.robots.g1")
+    lines.append(f"G1 ({model}, {facts['nmesh']} meshes, kp x{facts['kp_scale']:g}, settled: pelvis z "
                  f"{facts['pelvis_z']:.3f} m, {facts['ncon']} contacts), decimation {NSTEP}; "
                  f"{info.get('cpu')} ({info['available_cores']} cores), mujoco {info['mujoco']}, "
                  f"python {info['python']}, torch {info.get('torch')}; {elapsed:.0f} s")
@@ -750,12 +769,21 @@ def main(argv=None) -> int:
                    help="wall (default): throughput; cpu: CPU time of this process, for noisy "
                         "shared machines at 1 thread")
     p.add_argument("--out", default=None, help="write all results as JSON here")
+    p.add_argument("--mjcf", default=None,
+                   help="a user G1 MJCF (robot file or scene including it) instead of the built-in model")
+    p.add_argument("--actuators", choices=("project", "file"), default="project",
+                   help="drives of --mjcf: the project's (default) or the file's, as robot.actuators")
+    p.add_argument("--kp-scale", type=float, default=KP_SCALE,
+                   help=f"position gains x this, so the robot stands without a policy (default {KP_SCALE:g})")
     p.add_argument("--memory-probe", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--probe-persistent", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
+    if args.mjcf:
+        args.mjcf = os.path.abspath(args.mjcf)
+    model_args = (args.mjcf, args.actuators, args.kp_scale)
     if args.memory_probe is not None:
-        print(json.dumps(memory_probe(args.memory_probe, args.probe_persistent)))
+        print(json.dumps(memory_probe(args.memory_probe, args.probe_persistent, model_args)))
         return 0
     bad = [v for v in args.variants if v not in MAKERS]
     if bad:
@@ -767,9 +795,15 @@ def main(argv=None) -> int:
     log = lambda s: print(s, flush=True)  # noqa: E731
     info = machine()
     log(f"machine: {json.dumps(info)}")
-    xml = g1_xml()
+    from unilab.robots.scene import RobotModelError
+
+    try:
+        xml = g1_xml(*model_args)
+    except RobotModelError as exc:
+        p.error(str(exc))  # one line, exit 2
     model = mujoco.MjModel.from_xml_string(xml)
-    s_int, s_full, facts = settled(model)
+    s_int, s_full, facts = settled(model, args.kp_scale)
+    facts["model"] = f"{args.mjcf}, actuators={args.actuators}" if args.mjcf else "unilab.robots.g1"
     from unisim import SimSpec
     from unisim.backends.mujoco import MujocoBackend
 
@@ -806,9 +840,9 @@ def main(argv=None) -> int:
         log(f"  bridge: {json.dumps(b)}")
     mem = []
     if args.memory_nworld:
-        mem.append(run_memory_probe(args.memory_nworld, False))
+        mem.append(run_memory_probe(args.memory_nworld, False, args))
         if args.memory_persistent:
-            mem.append(run_memory_probe(args.memory_nworld, True))
+            mem.append(run_memory_probe(args.memory_nworld, True, args))
         for m in mem:
             log(f"  memory: {json.dumps(m)}")
     elapsed = time.perf_counter() - t_start

@@ -58,7 +58,7 @@ def one(args: argparse.Namespace, algo: str, mode: str) -> dict:
     algo_cfg, runtime = algo_settings(algo_reg, cfg)
     n = cfg.training.num_envs
     env = task_reg.item.make_env(cfg.env, backend_cls=backend_reg.item, num_envs=n, nthread=1,
-                                 cpu_ids=None, robot_mjcf=cfg.robot.mjcf, seed=cfg.training.seed)
+                                 cpu_ids=None, robot=cfg.robot, seed=cfg.training.seed)
     try:
         agent = algo_reg.item.make_agent(env, algo_cfg, device=device, runtime=runtime,
                                          max_iterations=cfg.training.max_iterations)

@@ -87,6 +87,7 @@ def test_plugins_lists_builtins_with_distribution(tmp_path):
         ("backend", "mujoco", "unisim"),
         ("algorithm", "sac", "unilab-rl"),
         ("task", "g1_walk_flat", "unilab"),
+        ("robot", "g1", "unilab"),
     ]:
         row = next((ln for ln in out.splitlines() if f" {name} " in ln), "")
         assert kind in row and dist in row and "0.1.0" in row, out

@@ -10,6 +10,7 @@ import pytest
 
 from unilab.robots import g1
 from unilab.robots.g1 import g1_constants as C
+from unilab.robots.scene import RobotModelError
 
 # One joint per motor group: (joint, kp, kd, effort, armature) from tasks.md 1.3.
 GROUP_SAMPLES = [
@@ -295,10 +296,9 @@ def _robot_xml_without_actuators(tmp_path, extra_key: bool = False):
     return path
 
 
-def test_load_from_mjcf_adds_actuators(tmp_path):
+def test_user_mjcf_without_actuators_gets_the_project_servos(tmp_path):
     path = _robot_xml_without_actuators(tmp_path)
-    spec = g1.load_g1_from_mjcf(path)
-    m = spec.compile()
+    m = g1.g1_model(mjcf=path)
     assert m.nu == 29
     assert m.actuator("left_knee_joint").gainprm[0] == pytest.approx(g1.KP["left_knee_joint"])
 
@@ -313,7 +313,7 @@ def test_scene_from_user_mjcf_keeps_user_keys_after_ours(tmp_path):
     assert mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "floor") >= 0
 
 
-def test_load_from_mjcf_reports_missing_joints(tmp_path):
+def test_user_mjcf_missing_joints_names_the_first_and_the_file(tmp_path):
     path = tmp_path / "partial.xml"
     path.write_text(
         """<mujoco><worldbody><body name="pelvis"><freejoint/>
@@ -321,7 +321,9 @@ def test_load_from_mjcf_reports_missing_joints(tmp_path):
         <body name="l"><joint name="left_hip_pitch_joint" axis="0 1 0"/><geom size="0.05"/></body>
         </body></worldbody></mujoco>"""
     )
-    with pytest.raises(ValueError, match="right_knee_joint") as err:
-        g1.load_g1_from_mjcf(path)
-    assert "28 of the 29" in str(err.value)
-    assert "left_hip_pitch_joint," not in str(err.value)
+    with pytest.raises(RobotModelError) as err:
+        g1.g1_scene_spec(mjcf=path)
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path} has no joint 'left_hip_roll_joint' (and 27 more: ")
+    assert "right_knee_joint" in message and "left_hip_pitch_joint," not in message

@@ -329,7 +329,7 @@ def test_real_workspace_verifies():
                             cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip().splitlines()[-1] == (
-        "verify: ok (4 packages, 3 plugin registries loaded strictly)"
+        "verify: ok (4 packages, 4 plugin registries loaded strictly)"
     )
 
 

@@ -236,7 +236,7 @@ def plan(algo: str, task: str, sim: str, algo_reg, task_reg, backend_reg, cfg: B
         num_envs=cfg.training.num_envs,
         nthread=threads["physics_per_collector"] if runtime.mode == "async" else cfg.sim.nthread,
         cpu_ids=cfg.sim.cpu_ids,
-        robot_mjcf=cfg.robot.mjcf,
+        robot=cfg.robot,
         seed=seed,
     )
     return RunPlan(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, algo_cfg, runtime, dctx, device, seed,

@@ -13,10 +13,10 @@ Sections:
 - ``runtime``: how the learner executes, the same for every algorithm
   (:class:`unilab_rl.RuntimeConfig`: sync or async collection, collectors, compilation);
 - ``env``: the task's settings (its pydantic model);
-- ``sim``: physics threads; ``robot``: the model file;
+- ``sim``: physics threads; ``robot``: the robot, its model file and drives (docs/robots.md);
 - ``training``: the run (envs, iterations, seed, device, log directory, checkpoints, resume).
 
-A key that moved in the redesign of these sections (e.g. ``runtime.mode`` -> ``runtime.mode``) is
+A key that moved in the redesign of these sections (e.g. ``algo.runtime`` -> ``runtime.mode``) is
 refused with one line naming its new key (:data:`RENAMED_KEYS`).
 """
 
@@ -27,7 +27,7 @@ import os
 import types
 import typing
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from mjbatch_uni import did_you_mean
@@ -77,12 +77,17 @@ class SimConfig(BaseModel):
 
 
 class RobotConfig(BaseModel):
-    """Robot model settings."""
+    """Robot model settings (docs/robots.md)."""
 
     model_config = ConfigDict(extra="forbid")
+    name: str = Field("g1", description="robot description (see `unilab plugins`): joints, drives, pose, feet")
     mjcf: FilePath | None = Field(
-        None, description="path of a user G1 MJCF (e.g. a Menagerie checkout); joints matched by name; "
-        "stored absolute"
+        None, description="MJCF of that robot, e.g. a Menagerie checkout's g1.xml or scene.xml; joints and "
+        "bodies matched by name; stored absolute (a relative path is taken from the current directory)"
+    )
+    actuators: Literal["project", "file"] = Field(
+        "project", description="project: the robot's tuned drives replace the file's (a table shows what "
+        "differs); file: keep the file's actuators and derive the action scale from them"
     )
 
 

@@ -1,4 +1,4 @@
-"""The three plugin registries UniLab trains from (backends, algorithms, tasks) and the one way
+"""The plugin registries UniLab trains from (backends, algorithms, tasks, robots) and the one way
 every command looks a plugin up.
 
 Each registry is a :class:`unisim.plugins.PluginRegistry`: it loads its entry-point group lazily,
@@ -18,6 +18,7 @@ from typing import IO, TypeVar
 
 from unilab import hookspecs
 from unilab.errors import UserError
+from unilab.robots.description import RobotDescription
 from unilab.tasks.spec import TaskSpec
 from unilab_rl import hookspecs as algorithm_hookspecs
 from unilab_rl.registry import AlgorithmSpec
@@ -45,9 +46,25 @@ TASKS: PluginRegistry[TaskSpec] = PluginRegistry(
 )
 
 
+def _validate_robot(name: str, item: object, meta: dict, distribution: str) -> None:
+    if not isinstance(item, RobotDescription):
+        raise PluginError(f"robot {name!r} from {distribution} must be a unilab.robots.RobotDescription")
+    if item.name != name:
+        raise PluginError(f"robot {name!r} from {distribution} is registered under another name than its "
+                          f"description's {item.name!r}")
+    problems = item.problems()
+    if problems:
+        raise PluginError(f"robot {name!r} from {distribution}: {problems[0]}")
+
+
+ROBOTS: PluginRegistry[RobotDescription] = PluginRegistry(
+    "unilab_robots", hookspecs, "unilab_register_robots", "robot", _validate_robot
+)
+
+
 def all_registries() -> list[PluginRegistry]:
-    """The backend, algorithm and task registries, in that order."""
-    return [BACKENDS, ALGORITHMS, TASKS]
+    """The backend, algorithm, task and robot registries, in that order."""
+    return [BACKENDS, ALGORITHMS, TASKS, ROBOTS]
 
 
 def lookup(registry: PluginRegistry[T], name: str, flag: str) -> Registration[T]:
@@ -78,7 +95,7 @@ _reported: set[PluginFailure] = set()
 def report_failures(
     registries: list[PluginRegistry] | None = None, stream: IO[str] | None = None
 ) -> list[PluginFailure]:
-    """Print every plugin failure of ``registries`` (default: all three, loading them) not printed
+    """Print every plugin failure of ``registries`` (default: all of them, loading them) not printed
     before in this process, one ``warning: plugin 'x' from dist 1.0 (entry-point group 'g')
     failed: <error>`` line each, on ``stream`` (default stderr). Returns the failures printed."""
     new = []
@@ -94,4 +111,4 @@ def report_failures(
     return new
 
 
-__all__ = ["ALGORITHMS", "BACKENDS", "TASKS", "all_registries", "lookup", "report_failures"]
+__all__ = ["ALGORITHMS", "BACKENDS", "ROBOTS", "TASKS", "all_registries", "lookup", "report_failures"]

@@ -286,7 +286,7 @@ def make_env(loaded: LoadedRun, num_envs: int):
             num_envs=num_envs,
             nthread=nthread,
             cpu_ids=None,
-            robot_mjcf=cfg.robot.mjcf,
+            robot=cfg.robot,
             seed=cfg.training.seed,
         )
     except (ValueError, FileNotFoundError) as exc:

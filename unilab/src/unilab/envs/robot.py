@@ -30,6 +30,9 @@ class RobotMeta:
         dt: physics timestep, s.
         body_names: every body of the model, in model order (index = MuJoCo body id).
         geom_names: every geom of the model, in model order (unnamed geoms are ``""``).
+        geom_body: the body id of every geom, in model order.
+        geom_collides: whether each geom takes part in collisions (``contype`` or
+            ``conaffinity`` nonzero), in model order.
     """
 
     joint_names: tuple[str, ...]
@@ -41,6 +44,8 @@ class RobotMeta:
     dt: float
     body_names: tuple[str, ...] = ()
     geom_names: tuple[str, ...] = ()
+    geom_body: tuple[int, ...] = ()
+    geom_collides: tuple[bool, ...] = ()
 
     @classmethod
     def from_mjcf(cls, mjcf: str, joint_names: tuple[str, ...]) -> "RobotMeta":
@@ -70,6 +75,8 @@ class RobotMeta:
             dt=float(model.opt.timestep),
             body_names=tuple(model.body(i).name for i in range(model.nbody)),
             geom_names=tuple(model.geom(i).name for i in range(model.ngeom)),
+            geom_body=tuple(int(b) for b in model.geom_bodyid),
+            geom_collides=tuple(bool(t or a) for t, a in zip(model.geom_contype, model.geom_conaffinity)),
         )
 
     def body_id(self, name: str) -> int:
@@ -93,6 +100,22 @@ class RobotMeta:
         if missing:
             raise KeyError(f"robot model has no geoms {missing}")
         return [self.geom_names.index(n) for n in names]
+
+    def collision_geom_ids(self, body_names: tuple[str, ...] | list[str]) -> list[int]:
+        """MuJoCo ids of the collision geoms (``contype`` or ``conaffinity`` nonzero) of the bodies
+        ``body_names``, whatever the geoms are called, in model order.
+
+        Raises:
+            KeyError: a body is missing from the model, or has no collision geom; naming it.
+        """
+        out = []
+        for name in body_names:
+            b = self.body_id(name)
+            ids = [g for g, (body, hit) in enumerate(zip(self.geom_body, self.geom_collides)) if body == b and hit]
+            if not ids:
+                raise KeyError(f"robot body {name!r} has no collision geom")
+            out += ids
+        return sorted(out)
 
 
 class RobotView:

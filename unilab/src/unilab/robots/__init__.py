@@ -1,1 +1,66 @@
-"""Robot descriptions built in code (MuJoCo ``MjSpec``)."""
+"""Robots: descriptions (:class:`RobotDescription`), the built-in G1, and the scene builder that
+turns a description and an optional user MJCF into a task scene (docs/robots.md).
+
+Tasks call :func:`robot_scene` with the run's ``robot.*`` settings; a package ships a robot
+through the ``unilab_robots`` entry-point group (:data:`unilab.plugins.ROBOTS`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unilab.robots.description import ImuSite, JointDrive, Pose, RobotDescription, name_mirror
+from unilab.robots.scene import RobotModelError, RobotScene, SceneReport, build_scene, print_report
+
+
+def get_robot(name: str) -> RobotDescription:
+    """The registered robot ``name`` (``robot.name``).
+
+    Raises:
+        RobotModelError: unknown (listing the installed robots) or registered twice; one line.
+    """
+    from unilab.plugins import ROBOTS
+
+    try:
+        return ROBOTS.get(name).item
+    except KeyError as exc:
+        raise RobotModelError(f"robot.name: {exc.args[0]}") from None
+
+
+def robot_scene(robot: Any = None, *, with_floor: bool = True, report: bool = True) -> RobotScene:
+    """The task scene of the run's ``robot.*`` settings (:class:`unilab.config.RobotConfig`,
+    or any object with ``name``, ``mjcf`` and ``actuators``, and optionally ``description``, a
+    :class:`RobotDescription` used instead of looking ``name`` up; None: the built-in G1 with the
+    project's drives).
+
+    With ``report``, a model file's drive table and changes are printed once per process
+    (:func:`~unilab.robots.scene.print_report`): a user file is never used silently.
+
+    Raises:
+        RobotModelError: (a ValueError) one line naming the setting or file at fault.
+    """
+    name = getattr(robot, "name", "g1") if robot is not None else "g1"
+    mjcf = getattr(robot, "mjcf", None) if robot is not None else None
+    actuators = getattr(robot, "actuators", "project") if robot is not None else "project"
+    description = getattr(robot, "description", None)  # an unregistered description (conformance)
+    scene = build_scene(description if isinstance(description, RobotDescription) else get_robot(name),
+                        mjcf=mjcf, actuators=actuators, with_floor=with_floor)
+    if report and (scene.report.source != "built-in" or actuators != "project"):
+        print_report(scene.report)
+    return scene
+
+
+__all__ = [
+    "ImuSite",
+    "JointDrive",
+    "Pose",
+    "RobotDescription",
+    "RobotModelError",
+    "RobotScene",
+    "SceneReport",
+    "build_scene",
+    "get_robot",
+    "name_mirror",
+    "print_report",
+    "robot_scene",
+]

@@ -16,8 +16,10 @@ class TaskSpec:
 
     Attributes:
         config_cls: pydantic model of the task's settings (the ``env.*`` override keys).
-        make_env: ``make_env(cfg, *, backend_cls, num_envs, nthread, cpu_ids, robot_mjcf, seed)
-            -> VecEnv``: builds the env on a backend of the given class.
+        make_env: ``make_env(cfg, *, backend_cls, num_envs, nthread, cpu_ids, robot, seed)
+            -> VecEnv``: builds the env on a backend of the given class; ``robot`` is the run's
+            ``robot.*`` section (:class:`unilab.config.RobotConfig`), which
+            :func:`unilab.robots.robot_scene` turns into the scene.
         owner_configs: folder of owner YAML defaults, ``<algo>_<sim>.yaml`` and presets
             ``<algo>_<sim>.<preset>.yaml``, each a mapping of ``algo``/``env``/``sim``/``training``
             sections applied over the code defaults.

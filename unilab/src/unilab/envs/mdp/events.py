@@ -76,15 +76,17 @@ def push_by_setting_velocity(
 
 # ---------------------------------------------------------------- domain randomization (startup)
 def randomize_geom_friction(
-    env, env_ids: torch.Tensor, geom_names: Sequence[str], friction_range: tuple[float, float]
+    env, env_ids: torch.Tensor, friction_range: tuple[float, float], geom_names: Sequence[str] = (),
+    body_names: Sequence[str] = (),
 ) -> None:
-    """Give each row one sliding friction coefficient U(friction_range), shared by all
-    ``geom_names`` (mjlab ``dr.geom_friction`` with ``operation="abs"``, ``shared_random``).
+    """Give each row one sliding friction coefficient U(friction_range), shared by the geoms
+    ``geom_names`` and every collision geom of the bodies ``body_names`` (mjlab
+    ``dr.geom_friction`` with ``operation="abs"``, ``shared_random``).
 
-    Writes ``geom_friction[:, geom, 0]``; torsional and rolling friction are kept. The foot
-    geoms have contact priority over the floor, so their value is the contact's friction.
+    Writes ``geom_friction[:, geom, 0]``; torsional and rolling friction are kept. The scene gives
+    the foot geoms contact priority over the floor, so their value is the contact's friction.
     """
-    ids = env.meta.geom_ids(tuple(geom_names))
+    ids = sorted(set(env.meta.geom_ids(tuple(geom_names)) + env.meta.collision_geom_ids(tuple(body_names))))
     values = env.backend.model_field("geom_friction")[env_ids.cpu()].to(env.device)  # (k, ngeom, 3)
     mu = _uniform(env, len(env_ids), *friction_range)
     values[:, ids, 0] = mu[:, None]

@@ -29,16 +29,16 @@ from unilab.robots.g1.g1_constants import (
 )
 from unilab.robots.g1.model import (
     add_g1_actuators,
-    add_g1_keyframes,
     g1_model,
     g1_robot_spec,
     g1_scene_spec,
     g1_scene_xml,
-    load_g1_from_mjcf,
 )
+from unilab.robots.g1.robot import G1
 
 __all__ = [
     "ACTION_SCALE",
+    "G1",
     "ARMATURE",
     "EFFORT_LIMIT",
     "FLOATING_BASE_JOINT",
@@ -60,10 +60,8 @@ __all__ = [
     "SOFT_JOINT_POS_LIMIT_FACTOR",
     "TORSO_BODY",
     "add_g1_actuators",
-    "add_g1_keyframes",
     "g1_model",
     "g1_robot_spec",
     "g1_scene_spec",
     "g1_scene_xml",
-    "load_g1_from_mjcf",
 ]

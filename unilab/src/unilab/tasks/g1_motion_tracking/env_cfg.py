@@ -25,7 +25,7 @@ from unilab.envs.contact import ContactSensorCfg, add_contact_sensors
 from unilab.envs.manager_based_rl_env import EnvCfg, ManagerBasedRlEnv
 from unilab.envs.managers import EventTerm, ObsTerm, RewardTerm, TerminationTerm
 from unilab.motion import load_motion
-from unilab.robots import g1
+from unilab.robots import RobotDescription, g1, robot_scene
 from unilab.tasks.g1_motion_tracking import mdp as tmdp
 from unilab.tasks.g1_motion_tracking.config import G1MotionTrackingConfig
 
@@ -52,21 +52,13 @@ END_EFFECTORS: tuple[str, ...] = (
 SELF_COLLISION = "self_collision"
 
 
-def contact_sensors() -> dict[str, ContactSensorCfg]:
+def contact_sensors(robot: RobotDescription = g1.G1) -> dict[str, ContactSensorCfg]:
     """Robot-against-robot contact (the self-collision penalty)."""
     return {
         SELF_COLLISION: ContactSensorCfg(
-            primary_subtrees=(g1.PELVIS_BODY,), secondary_subtree=g1.PELVIS_BODY, reduce="maxforce",
+            primary_subtrees=(robot.base_body,), secondary_subtree=robot.base_body, reduce="maxforce",
         ),
     }  # fmt: skip
-
-
-def scene_mjcf(robot_mjcf: str | None = None) -> str:
-    """MJCF text of the G1 scene plus the task's contact sensors."""
-    spec = g1.g1_scene_spec(mjcf=robot_mjcf)
-    add_contact_sensors(spec, contact_sensors())
-    spec.compile()
-    return spec.to_xml()
 
 
 def soft_joint_limits(joint_names: tuple[str, ...]) -> torch.Tensor:
@@ -76,7 +68,7 @@ def soft_joint_limits(joint_names: tuple[str, ...]) -> torch.Tensor:
     return torch.stack((mid - half, mid + half), dim=1)
 
 
-def load_task_motion(cfg: G1MotionTrackingConfig, step_dt: float):
+def load_task_motion(cfg: G1MotionTrackingConfig, step_dt: float, joint_names: tuple[str, ...] = g1.G1_JOINT_NAMES):
     """The configured clip, checked against the G1 and the control rate, selected to the action
     joints and the tracked bodies (by name).
 
@@ -96,22 +88,28 @@ def load_task_motion(cfg: G1MotionTrackingConfig, step_dt: float):
             path, "fps", f"expected the control rate {rate:g} fps, got {clip.fps:g} "
             f"(re-import the source with `unilab motion import ... --out-fps {rate:g}`)",
         )
-    return clip.select(g1.G1_JOINT_NAMES, TRACKED_BODIES)
+    return clip.select(joint_names, TRACKED_BODIES)
 
 
-def make_env_cfg(cfg: G1MotionTrackingConfig, robot_mjcf: str | None = None) -> EnvCfg:
+def make_env_cfg(cfg: G1MotionTrackingConfig, robot=None) -> EnvCfg:
     """The EnvCfg of g1_motion_tracking from its settings.
 
     Args:
         cfg: task settings.
-        robot_mjcf: path of a user G1 MJCF, or None for the G1 described in this project.
+        robot: the run's ``robot.*`` settings (:class:`unilab.config.RobotConfig`: ``name``,
+            ``mjcf``, ``actuators``), or None for the built-in G1 (:func:`unilab.robots.robot_scene`).
+            The clip and the tracked bodies are the G1's, matched by name.
+
+    Raises:
+        unilab.robots.RobotModelError: (a ValueError) a robot model that cannot serve, one line.
     """
-    if robot_mjcf and not Path(robot_mjcf).is_file():
-        raise FileNotFoundError(f"robot.mjcf: no such file {robot_mjcf!r}")
-    joint_names = tuple(g1.G1_JOINT_NAMES)
-    scale = torch.tensor([g1.ACTION_SCALE[j] for j in joint_names], dtype=torch.float32)
+    scene = robot_scene(robot)
+    desc = scene.robot
+    add_contact_sensors(scene.spec, contact_sensors(desc))
+    joint_names = desc.joint_names
+    scale = torch.tensor([scene.action_scale[j] for j in joint_names], dtype=torch.float32)
     step_dt = 0.005 * cfg.decimation
-    clip = load_task_motion(cfg, step_dt)
+    clip = load_task_motion(cfg, step_dt, joint_names)
 
     ##
     # Observations.
@@ -171,7 +169,7 @@ def make_env_cfg(cfg: G1MotionTrackingConfig, robot_mjcf: str | None = None) -> 
         ),
         "action_rate_l2": RewardTerm(mdp.action_rate_l2, w.action_rate_l2),
         "joint_limit": RewardTerm(
-            mdp.joint_pos_limits, w.joint_limit, {"soft_factor": g1.SOFT_JOINT_POS_LIMIT_FACTOR}
+            mdp.joint_pos_limits, w.joint_limit, {"soft_factor": desc.soft_joint_pos_limit_factor}
         ),
         "self_collisions": RewardTerm(
             mdp.self_collision_count, w.self_collisions,
@@ -203,11 +201,11 @@ def make_env_cfg(cfg: G1MotionTrackingConfig, robot_mjcf: str | None = None) -> 
     if dr.enabled:
         events["foot_friction"] = EventTerm(
             mdp.randomize_geom_friction, mode="startup",
-            params={"geom_names": tuple(g1.FOOT_GEOM_NAMES), "friction_range": dr.foot_friction},
+            params={"body_names": tuple(desc.feet), "friction_range": dr.foot_friction},
         )
         events["torso_com"] = EventTerm(
             mdp.randomize_body_com, mode="startup",
-            params={"body_names": (g1.TORSO_BODY,), "offset_range": dr.torso_com_m},
+            params={"body_names": (desc.torso_body,), "offset_range": dr.torso_com_m},
         )
         events["encoder_bias"] = EventTerm(
             mdp.randomize_encoder_bias, mode="startup",
@@ -243,7 +241,7 @@ def make_env_cfg(cfg: G1MotionTrackingConfig, robot_mjcf: str | None = None) -> 
         )  # fmt: skip
 
     return EnvCfg(
-        mjcf=scene_mjcf(robot_mjcf),
+        mjcf=scene.to_xml(),
         joint_names=joint_names,
         action_scale=scale,
         decimation=cfg.decimation,
@@ -257,7 +255,7 @@ def make_env_cfg(cfg: G1MotionTrackingConfig, robot_mjcf: str | None = None) -> 
         events=events,
         commands={"motion": make_command},
         tracked_bodies=TRACKED_BODIES,
-        contact_sensors=contact_sensors(),
+        contact_sensors=contact_sensors(desc),
         noise=cfg.observation_noise,
     )
 
@@ -269,10 +267,11 @@ def make_env(
     num_envs: int,
     nthread: int = 0,
     cpu_ids: list[int] | None = None,
-    robot_mjcf: str | None = None,
+    robot=None,
     seed: int = 0,
 ) -> ManagerBasedRlEnv:
-    """Build the g1_motion_tracking env on ``backend_cls`` (see :class:`ManagerBasedRlEnv`)."""
+    """Build the g1_motion_tracking env on ``backend_cls`` (see :class:`ManagerBasedRlEnv`); ``robot``:
+    the run's ``robot.*`` settings (:func:`make_env_cfg`)."""
     return ManagerBasedRlEnv(
-        make_env_cfg(cfg, robot_mjcf), backend_cls, num_envs, nthread=nthread, cpu_ids=cpu_ids, seed=seed
+        make_env_cfg(cfg, robot), backend_cls, num_envs, nthread=nthread, cpu_ids=cpu_ids, seed=seed
     )

@@ -21,8 +21,6 @@ offers ``env.mirror`` for symmetry augmentation (``algo.symmetry``).
 from __future__ import annotations
 
 import math
-from pathlib import Path
-
 import torch
 
 from unilab.envs import mdp, mirror
@@ -30,7 +28,9 @@ from unilab.envs.contact import ContactSensorCfg, add_contact_sensors
 from unilab.envs.manager_based_rl_env import EnvCfg, ManagerBasedRlEnv
 from unilab.envs.managers import EventTerm, ObsTerm, PenaltyCurriculum, RewardTerm, TerminationTerm
 from unilab.envs.mirror import MirrorRule
-from unilab.robots import g1
+from unilab.robots import RobotDescription, robot_scene
+from unilab.robots.g1 import G1
+from unilab.robots.scene import FOOT_SITES
 from unilab.tasks.g1_walk_flat.config import G1WalkFlatConfig
 from unilab.utils.names import resolve_name_values
 
@@ -40,8 +40,8 @@ from unilab.utils.names import resolve_name_values
 
 FEET_GROUND = "feet_ground_contact"
 SELF_COLLISION = "self_collision"
-FOOT_POS_SENSORS = tuple(f"{site}_pos" for site in g1.FOOT_SITES)
-FOOT_VEL_SENSORS = tuple(f"{site}_lin_vel" for site in g1.FOOT_SITES)
+FOOT_POS_SENSORS = tuple(f"{site}_pos" for site in FOOT_SITES)
+FOOT_VEL_SENSORS = tuple(f"{site}_lin_vel" for site in FOOT_SITES)
 JOINTS = MirrorRule.joints()
 # gait_phase columns: sin(phi_left), sin(phi_right), cos(phi_left), cos(phi_right); the feet swap
 GAIT_PHASE = MirrorRule.sided(("left_sin", "right_sin", "left_cos", "right_cos"))
@@ -73,42 +73,35 @@ POSE_L2_WEIGHTS = {
 }  # fmt: skip
 
 
-def contact_sensors() -> dict[str, ContactSensorCfg]:
+def contact_sensors(robot: RobotDescription = G1) -> dict[str, ContactSensorCfg]:
     """The task's contact sensors: each foot against the world (floor), and robot against robot."""
     return {
         FEET_GROUND: ContactSensorCfg(
-            primary_subtrees=tuple(g1.FOOT_BODIES), secondary_body="world",
+            primary_subtrees=tuple(robot.feet), secondary_body="world",
             reduce="netforce", track_air_time=True,
         ),
         SELF_COLLISION: ContactSensorCfg(
-            primary_subtrees=(g1.PELVIS_BODY,), secondary_subtree=g1.PELVIS_BODY, reduce="maxforce",
+            primary_subtrees=(robot.base_body,), secondary_subtree=robot.base_body, reduce="maxforce",
         ),
     }  # fmt: skip
 
 
-def scene_mjcf(robot_mjcf: str | None = None) -> str:
-    """MJCF text of the G1 scene plus the task's contact sensors.
-
-    Args:
-        robot_mjcf: path of a user G1 MJCF, or None for the G1 described in this project.
-    """
-    spec = g1.g1_scene_spec(mjcf=robot_mjcf)
-    add_contact_sensors(spec, contact_sensors())
-    spec.compile()
-    return spec.to_xml()
-
-
-def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg:
+def make_env_cfg(cfg: G1WalkFlatConfig, robot=None) -> EnvCfg:
     """The EnvCfg of g1_walk_flat from its settings.
 
     Args:
         cfg: task settings.
-        robot_mjcf: path of a user G1 MJCF, or None for the G1 described in this project.
+        robot: the run's ``robot.*`` settings (:class:`unilab.config.RobotConfig`: ``name``,
+            ``mjcf``, ``actuators``), or None for the built-in G1 (:func:`unilab.robots.robot_scene`).
+
+    Raises:
+        unilab.robots.RobotModelError: (a ValueError) a robot model that cannot serve, one line.
     """
-    if robot_mjcf and not Path(robot_mjcf).is_file():
-        raise FileNotFoundError(f"robot.mjcf: no such file {robot_mjcf!r}")
-    joint_names = tuple(g1.G1_JOINT_NAMES)
-    scale = torch.tensor([g1.ACTION_SCALE[j] for j in joint_names], dtype=torch.float32)
+    scene = robot_scene(robot)
+    desc = scene.robot
+    add_contact_sensors(scene.spec, contact_sensors(desc))
+    joint_names = desc.joint_names
+    scale = torch.tensor([scene.action_scale[j] for j in joint_names], dtype=torch.float32)
 
     ##
     # Observations: actor (noisy, 99) and critic (noise-free, privileged, 111).
@@ -139,7 +132,7 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
     # Per-foot terms: columns in FOOT_POS_SENSORS / contact-sensor subtree (FOOT_BODIES) order;
     # contact forces are world-frame 3-vectors per foot.
     feet_sensors = MirrorRule.sided(FOOT_POS_SENSORS)
-    feet_bodies = MirrorRule.sided(g1.FOOT_BODIES)
+    feet_bodies = MirrorRule.sided(desc.feet)
     critic = {
         **policy_terms(noisy=False, biased=False),
         "foot_height": ObsTerm(mdp.foot_height, params={"sensor_names": FOOT_POS_SENSORS}, mirror=feet_sensors),
@@ -147,7 +140,7 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
         "foot_contact": ObsTerm(mdp.foot_contact, params={"sensor_name": FEET_GROUND}, mirror=feet_bodies),
         "foot_contact_forces": ObsTerm(
             mdp.foot_contact_forces, params={"sensor_name": FEET_GROUND},
-            mirror=MirrorRule.sided(g1.FOOT_BODIES, signs=(1.0, -1.0, 1.0)),
+            mirror=MirrorRule.sided(desc.feet, signs=(1.0, -1.0, 1.0)),
         ),
     }  # fmt: skip
 
@@ -171,13 +164,13 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
         "track_angular_velocity": RewardTerm(
             mdp.track_angular_velocity, w.track_angular_velocity, {"std": math.sqrt(0.5)}
         ),
-        "upright": RewardTerm(mdp.upright, w.upright, {"std": math.sqrt(0.2), "body": g1.TORSO_BODY}),
+        "upright": RewardTerm(mdp.upright, w.upright, {"std": math.sqrt(0.2), "body": desc.torso_body}),
         "pose": RewardTerm(
             mdp.variable_posture,
             w.pose,
             {**std, "command_name": "twist", "walking_threshold": 0.05, "running_threshold": 1.5},
         ),
-        "body_ang_vel": RewardTerm(mdp.body_ang_vel_l2, w.body_ang_vel, {"body": g1.TORSO_BODY}),
+        "body_ang_vel": RewardTerm(mdp.body_ang_vel_l2, w.body_ang_vel, {"body": desc.torso_body}),
         "orientation_l2": RewardTerm(mdp.orientation_l2, w.orientation_l2),
         "pose_l2": RewardTerm(
             mdp.joint_deviation_l2, w.pose_l2,
@@ -189,7 +182,7 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
         ),
         "action_rate_l2": RewardTerm(mdp.action_rate_l2, w.action_rate_l2),
         "joint_pos_limits": RewardTerm(
-            mdp.joint_pos_limits, w.joint_pos_limits, {"soft_factor": g1.SOFT_JOINT_POS_LIMIT_FACTOR}
+            mdp.joint_pos_limits, w.joint_pos_limits, {"soft_factor": desc.soft_joint_pos_limit_factor}
         ),
         "foot_clearance": RewardTerm(
             mdp.foot_clearance,
@@ -248,12 +241,12 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
         events["foot_friction"] = EventTerm(
             mdp.randomize_geom_friction,
             mode="startup",
-            params={"geom_names": tuple(g1.FOOT_GEOM_NAMES), "friction_range": dr.foot_friction},
+            params={"body_names": tuple(desc.feet), "friction_range": dr.foot_friction},
         )
         events["torso_com"] = EventTerm(
             mdp.randomize_body_com,
             mode="startup",
-            params={"body_names": (g1.TORSO_BODY,), "offset_range": dr.torso_com_m},
+            params={"body_names": (desc.torso_body,), "offset_range": dr.torso_com_m},
         )
         events["encoder_bias"] = EventTerm(
             mdp.randomize_encoder_bias,
@@ -287,7 +280,7 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
         )
         commands["gait"] = lambda env: mdp.GaitPhaseCommand(env, gait)
     return EnvCfg(
-        mjcf=scene_mjcf(robot_mjcf),
+        mjcf=scene.to_xml(),
         joint_names=joint_names,
         action_scale=scale,
         decimation=cfg.decimation,
@@ -297,8 +290,8 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot_mjcf: str | None = None) -> EnvCfg
         terminations=terminations,
         events=events,
         commands=commands,
-        tracked_bodies=(g1.PELVIS_BODY, g1.TORSO_BODY, *g1.FOOT_BODIES),
-        contact_sensors=contact_sensors(),
+        tracked_bodies=(desc.base_body, desc.torso_body, *desc.feet),
+        contact_sensors=contact_sensors(desc),
         noise=cfg.observation_noise,
         penalty_curriculum=_penalty_curriculum(cfg),
     )
@@ -321,12 +314,13 @@ def make_env(
     num_envs: int,
     nthread: int = 0,
     cpu_ids: list[int] | None = None,
-    robot_mjcf: str | None = None,
+    robot=None,
     seed: int = 0,
 ) -> ManagerBasedRlEnv:
-    """Build the g1_walk_flat env on ``backend_cls`` (see :class:`ManagerBasedRlEnv`)."""
+    """Build the g1_walk_flat env on ``backend_cls`` (see :class:`ManagerBasedRlEnv`); ``robot``:
+    the run's ``robot.*`` settings (:func:`make_env_cfg`)."""
     return ManagerBasedRlEnv(
-        make_env_cfg(cfg, robot_mjcf),
+        make_env_cfg(cfg, robot),
         backend_cls,
         num_envs,
         nthread=nthread,

@@ -1,0 +1,771 @@
+"""Build a task scene from a robot description and a model file, on the model spec (``MjSpec``).
+
+The robot's model is loaded as a ``mujoco.MjSpec``: the description's own model, or the user's
+``robot.mjcf`` read with ``MjSpec.from_file``, so ``<include>`` works (a Menagerie ``scene.xml``
+that includes ``g1.xml``) and meshes, textures and heightfields resolve relative to the user's
+file (the compiler's ``meshdir``/``texturedir`` are made absolute, so the scene's MJCF text
+compiles from any working directory). What a task needs is then ADDED to that model, never
+required from it:
+
+- **drives**, by the explicit choice ``robot.actuators``: ``project`` (default) gives each task
+  joint one position actuator with the description's ``kp``, ``kd`` (as ``kv``) and force range,
+  and sets the joint's armature, friction loss and damping (an actuator the file has for the
+  joint is reused, a motor becomes a position servo, a missing one is added); ``file`` keeps the
+  file's actuators and joint dynamics and derives the action scale ``factor * effort / kp`` from
+  them. Either way :class:`SceneReport` lists what the file has against what the project tunes;
+  :func:`print_report` shows it.
+- **physics options** of the project (:data:`PHYSICS`: dt 0.005 s, implicitfast, Newton, 10
+  iterations, 20 line-search iterations, pyramidal cone);
+- **sites**: the IMU site of the description (kept when the file has it on the same body) and
+  the foot sites ``left_foot``/``right_foot`` at the bottom centre of each foot body's collision
+  geoms (kept when the file's site of that name is within :data:`FOOT_SITE_TOLERANCE_M`);
+- **sensors** :data:`SENSOR_NAMES` (a file sensor of the same name is replaced);
+- a **floor** plane when the world has no plane or heightfield, a light when the model has none,
+  a ``tracking`` camera on the base body;
+- **foot contact priority** above the floor's, so the foot geoms' friction (which the tasks
+  randomize) is the contact's friction;
+- **keyframes** of the description first (keyframe 0 = the default pose); the file's keyframes
+  follow when they still fit the model.
+
+Every failure is a :class:`RobotModelError`, one line naming the file and the element.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from unilab.robots.description import JointDrive, Pose, RobotDescription
+
+ACTUATOR_CHOICES = ("project", "file")
+"""Values of ``robot.actuators``."""
+
+PHYSICS = {
+    "timestep": 0.005,
+    "integrator": mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
+    "solver": mujoco.mjtSolver.mjSOL_NEWTON,
+    "iterations": 10,
+    "ls_iterations": 20,
+    "cone": mujoco.mjtCone.mjCONE_PYRAMIDAL,
+}
+"""MuJoCo options every task scene gets (s, enums, counts): mjlab 1.6.0 velocity task settings,
+tasks.md 1.2."""
+
+FOOT_SITES = ("left_foot", "right_foot")
+"""Names of the foot sites the scene places at the soles (left, right)."""
+
+FOOT_SITE_TOLERANCE_M = 0.005
+"""A file's foot site this close (m) to the computed sole centre is kept where it is."""
+
+SENSOR_NAMES: tuple[str, ...] = (
+    "imu_ang_vel",
+    "imu_lin_vel",
+    "imu_lin_acc",
+    "imu_upvector",
+    "root_angmom",
+    "left_foot_lin_vel",
+    "right_foot_lin_vel",
+    "left_foot_pos",
+    "right_foot_pos",
+)
+"""Sensors added to every scene, in model order. ``imu_ang_vel`` gyro (rad/s, IMU frame),
+``imu_lin_vel`` velocimeter (m/s, IMU frame), ``imu_lin_acc`` accelerometer (m/s^2, IMU frame),
+``imu_upvector`` world +z in the IMU frame (unit vector, minus the normalised projected gravity),
+``root_angmom`` subtree angular momentum of the base body about the subtree CoM (kg*m^2/s,
+world frame), ``*_foot_lin_vel`` foot site velocity (m/s, world frame), ``*_foot_pos`` foot site
+position (m, world frame)."""
+
+_RGBA_SITE = (1.0, 0.1, 0.1, 1.0)
+_REL_TOL = 1e-4
+
+
+class RobotModelError(ValueError):
+    """A robot model that cannot serve the task; the message is one line naming file and element."""
+
+
+# ============================================================================ drives as found
+@dataclass(frozen=True)
+class DriveValues:
+    """One joint's drive as a compiled model has it.
+
+    Attributes:
+        actuator: the actuator driving the joint ("" when none).
+        kind: ``"position"`` (a servo: fixed gain, affine bias ``-kp*q - kd*qdot``, gear 1),
+            ``"motor"`` (torque: no bias), ``"other"`` or ``"none"``.
+        kp: N*m/rad (nan unless position). kd: N*m*s/rad (nan unless position).
+        effort: force limit, N*m: the actuator's force range, else the joint's actuator force
+            range, else inf.
+        armature: kg*m^2, joint plus actuator. frictionloss: N*m. damping: N*m*s/rad, joint plus
+            actuator.
+    """
+
+    actuator: str
+    kind: str
+    kp: float
+    kd: float
+    effort: float
+    armature: float
+    frictionloss: float
+    damping: float
+
+    @classmethod
+    def of(cls, drive: JointDrive, actuator: str) -> "DriveValues":
+        """What ``robot.actuators=project`` makes of a joint."""
+        return cls(actuator, "position", drive.kp, drive.kd, drive.effort_limit, drive.armature,
+                   drive.frictionloss, drive.damping)
+
+
+def read_drive(model: mujoco.MjModel, joint: str, actuators: Sequence[int]) -> DriveValues:
+    """The drive of ``joint`` in ``model`` through the actuators ``actuators`` (ids; the first
+    counts)."""
+    j = model.joint(joint).id
+    dof = int(model.jnt_dofadr[j])
+    armature = float(model.dof_armature[dof])
+    damping = float(model.dof_damping[dof])
+    frictionloss = float(model.dof_frictionloss[dof])
+    joint_effort = float(model.jnt_actfrcrange[j, 1]) if model.jnt_actfrclimited[j] else math.inf
+    if not actuators:
+        return DriveValues("", "none", math.nan, math.nan, joint_effort, armature, frictionloss, damping)
+    a = int(actuators[0])
+    name = model.actuator(a).name
+    gear = float(model.actuator_gear[a, 0])
+    gain, bias = model.actuator_gainprm[a], model.actuator_biasprm[a]
+    armature += float(model.actuator_armature[a]) * gear**2
+    damping += float(np.asarray(model.actuator_damping[a]).reshape(-1)[0]) * gear**2
+    effort = joint_effort
+    if model.actuator_forcelimited[a]:
+        lo, hi = model.actuator_forcerange[a]
+        effort = min(effort, float(min(-lo, hi)) * abs(gear))
+    fixed = model.actuator_gaintype[a] == mujoco.mjtGain.mjGAIN_FIXED
+    if (
+        fixed and model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_AFFINE and gain[0] > 0
+        and abs(bias[1] + gain[0]) <= 1e-9 * gain[0] and bias[0] == 0 and gear == 1.0
+        and model.actuator_dyntype[a] == mujoco.mjtDyn.mjDYN_NONE
+    ):
+        return DriveValues(name, "position", float(gain[0]), float(-bias[2]), effort, armature,
+                           frictionloss, damping)
+    kind = "motor" if fixed and model.actuator_biastype[a] == mujoco.mjtBias.mjBIAS_NONE else "other"
+    return DriveValues(name, kind, math.nan, math.nan, effort, armature, frictionloss, damping)
+
+
+# ============================================================================ report
+_COLUMNS = ("kp", "kd", "effort", "armature", "frictionloss", "damping")
+_UNITS = {"kp": "N·m/rad", "kd": "N·m·s/rad", "effort": "N·m", "armature": "kg·m²",
+          "frictionloss": "N·m", "damping": "N·m·s/rad"}
+
+
+def _same(a: float, b: float) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    return abs(a - b) <= _REL_TOL * max(abs(a), abs(b), 1e-12)
+
+
+def _fmt(x: float) -> str:
+    if math.isnan(x):
+        return "-"
+    if math.isinf(x):
+        return "none"
+    return f"{x:.4g}"
+
+
+@dataclass
+class SceneReport:
+    """What the scene builder found in the model file and what it changed.
+
+    Attributes:
+        robot: the description's name.
+        source: the model file (absolute path), or ``"built-in"`` for a model built in code.
+        actuators: ``"project"`` or ``"file"``.
+        file_drives: joint -> :class:`DriveValues` as the file has it.
+        project_drives: joint -> :class:`DriveValues` the description tunes.
+        action_scale: joint -> rad per action unit the run uses.
+        project_action_scale: joint -> rad per action unit from the description's drives.
+        action_scale_factor: the action scale is this times effort / kp.
+        changes: every other addition or change, one line each.
+    """
+
+    robot: str
+    source: str
+    actuators: str
+    file_drives: dict[str, DriveValues] = field(default_factory=dict)
+    project_drives: dict[str, DriveValues] = field(default_factory=dict)
+    action_scale: dict[str, float] = field(default_factory=dict)
+    project_action_scale: dict[str, float] = field(default_factory=dict)
+    action_scale_factor: float = 0.25
+    changes: list[str] = field(default_factory=list)
+
+    def differences(self) -> dict[str, list[str]]:
+        """Joint -> the drive columns (``kind``, ``kp``, ``kd``, ``effort``, ``armature``,
+        ``frictionloss``, ``damping``) in which the file differs from the project; joints that
+        match are left out."""
+        out = {}
+        for j, f in self.file_drives.items():
+            p = self.project_drives[j]
+            cols = (["kind"] if f.kind != p.kind else []) + [
+                c for c in _COLUMNS if not _same(getattr(f, c), getattr(p, c))
+            ]
+            if cols:
+                out[j] = cols
+        return out
+
+    def title(self) -> str:
+        n, total = len(self.differences()), len(self.file_drives)
+        if self.actuators == "project":
+            what = ("the project's drives replace the file's" if n else "the file's drives equal the project's")
+        else:
+            what = f"the file's drives are kept; action scale = {self.action_scale_factor:g} * effort / kp from them"
+        return (f"robot.actuators={self.actuators}: robot {self.robot!r} from {self.source}: {what}"
+                f" ({n} of {total} joints differ)")
+
+    def rows(self) -> list[list[str]]:
+        """Table rows: joint, then per column ``file -> project`` where they differ (else the one
+        value), then the action scale (``file -> project`` in file mode where it differs)."""
+        out = []
+        for j, cols in self.differences().items():
+            f, p = self.file_drives[j], self.project_drives[j]
+            row = [j, f.kind if "kind" not in cols else f"{f.kind} → {p.kind}"]
+            for c in _COLUMNS:
+                a, b = getattr(f, c), getattr(p, c)
+                row.append(f"{_fmt(a)} → {_fmt(b)}" if c in cols else _fmt(a))
+            used, proj = self.action_scale[j], self.project_action_scale[j]
+            row.append(_fmt(used) if _same(used, proj) else f"{_fmt(used)} (project {_fmt(proj)})")
+            out.append(row)
+        return out
+
+    def text(self) -> str:
+        """The report as plain text (what :func:`print_report` shows, without the table frame)."""
+        head = ["joint", "type", *(f"{c} [{_UNITS[c]}]" for c in _COLUMNS), "action scale [rad]"]
+        lines = [self.title()]
+        rows = self.rows()
+        if rows:
+            lines.append(" | ".join(head))
+            lines += [" | ".join(r) for r in rows]
+        lines += self.changes
+        return "\n".join(lines)
+
+
+_PRINTED: set[tuple] = set()
+
+
+def print_report(report: SceneReport, *, console=None, once: bool = True) -> bool:
+    """Show ``report`` as a rich table on stderr: the drives that differ (``file → project``),
+    the action scale, then every other change, one line each.
+
+    Printed in the main process of rank 0 only (a spawned collector or another torch.distributed
+    rank building the same env stays quiet) and, with ``once``, once per process for the same
+    robot, file and choice.
+
+    Returns:
+        Whether anything was printed.
+    """
+    key = (report.robot, report.source, report.actuators)
+    quiet = multiprocessing.parent_process() is not None or os.environ.get("RANK", "0") != "0"
+    if quiet or (once and key in _PRINTED):
+        return False
+    _PRINTED.add(key)
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console(stderr=True, width=None if os.isatty(2) else 200)
+    rows = report.rows()
+    if rows:
+        table = Table(title=report.title(), title_justify="left")
+        for c in ("joint", "type", *(f"{c} [{_UNITS[c]}]" for c in _COLUMNS), "action scale [rad]"):
+            table.add_column(c)
+        for r in rows:
+            table.add_row(*r)
+        console.print(table)
+    else:
+        console.print(report.title(), markup=False, highlight=False)
+    for line in report.changes:
+        console.print(f"  {line}", markup=False, highlight=False)
+    return True
+
+
+# ============================================================================ the scene
+@dataclass
+class RobotScene:
+    """A task scene: the robot's spec with what the tasks need, and how its actions scale.
+
+    Attributes:
+        robot: the description.
+        spec: the scene's ``mujoco.MjSpec`` (a task may still add to it, e.g. contact sensors).
+        action_scale: joint -> rad per action unit (``factor * effort / kp`` of the drives used).
+        report: :class:`SceneReport` of what differs from the file and what was added.
+    """
+
+    robot: RobotDescription
+    spec: mujoco.MjSpec
+    action_scale: dict[str, float]
+    report: SceneReport
+
+    def compile(self) -> mujoco.MjModel:
+        """Compile ``spec``. Raises :class:`RobotModelError` (one line) when MuJoCo refuses it."""
+        return _compile(self.spec, self.report.source)
+
+    def to_xml(self) -> str:
+        """MJCF text of the compiled scene; asset paths are absolute, so it compiles anywhere."""
+        self.compile()
+        return self.spec.to_xml()
+
+
+def _compile(spec: mujoco.MjSpec, source: str) -> mujoco.MjModel:
+    try:
+        return spec.compile()
+    except Exception as exc:  # noqa: BLE001 - MuJoCo raises ValueError with a multi-line text
+        raise RobotModelError(f"{source} does not compile: {' '.join(str(exc).split())}") from None
+
+
+def _load(robot: RobotDescription, mjcf: str | os.PathLike | None) -> tuple[mujoco.MjSpec, str, bool]:
+    """(spec, source label, from a file)."""
+    if mjcf is None and callable(robot.model):
+        return robot.model(), "built-in", False
+    path = Path(os.path.abspath(os.path.expanduser(os.fspath(mjcf if mjcf is not None else robot.model))))
+    what = "robot.mjcf" if mjcf is not None else f"robot {robot.name!r} model"
+    if not path.is_file():
+        raise RobotModelError(f"{what}: no such file {str(path)!r}")
+    try:
+        spec = mujoco.MjSpec.from_file(str(path))
+    except Exception as exc:  # noqa: BLE001 - XML errors: one line
+        raise RobotModelError(f"{what}: {path} cannot be read: {' '.join(str(exc).split())}") from None
+    # Assets resolve against the user's file, also once the scene is MJCF text compiled elsewhere.
+    base = spec.modelfiledir or str(path.parent)
+    spec.meshdir = os.path.join(base, spec.meshdir)
+    spec.texturedir = os.path.join(base, spec.texturedir)
+    return spec, str(path), True
+
+
+def _joint_actuators(model: mujoco.MjModel) -> dict[int, list[int]]:
+    """Joint id -> ids of the actuators that transmit to it directly (``trntype`` joint)."""
+    out: dict[int, list[int]] = {}
+    for a in range(model.nu):
+        if int(model.actuator_trntype[a]) in (int(mujoco.mjtTrn.mjTRN_JOINT), int(mujoco.mjtTrn.mjTRN_JOINTINPARENT)):
+            out.setdefault(int(model.actuator_trnid[a, 0]), []).append(a)
+    return out
+
+
+def _check_names(model: mujoco.MjModel, robot: RobotDescription, source: str) -> None:
+    """Joints and bodies the task needs, by name; one line naming the first missing one."""
+    joints = {model.joint(i).name for i in range(model.njnt)}
+    missing = [j for j in robot.joint_names if j not in joints]
+    if missing:
+        more = f" (and {len(missing) - 1} more: {', '.join(missing[1:])})" if len(missing) > 1 else ""
+        raise RobotModelError(
+            f"{source} has no joint {missing[0]!r}{more}, which robot {robot.name!r} needs; "
+            f"joints are matched by name"
+        )
+    for j in robot.joint_names:
+        jid = model.joint(j).id
+        if int(model.jnt_type[jid]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+            raise RobotModelError(f"{source}: joint {j!r} is not a hinge or slide joint")
+        if not model.jnt_limited[jid]:
+            raise RobotModelError(
+                f"{source}: joint {j!r} has no range; the task bounds actions and penalties by it"
+            )
+    bodies = {model.body(i).name for i in range(model.nbody)}
+    for role, name in (("base", robot.base_body), ("torso", robot.torso_body),
+                       ("left foot", robot.feet[0]), ("right foot", robot.feet[1]),
+                       ("IMU", robot.imu.body)):
+        if name not in bodies:
+            raise RobotModelError(f"{source} has no body {name!r} (the {role} of robot {robot.name!r})")
+    base = model.body(robot.base_body).id
+    free = [j for j in range(model.njnt)
+            if model.jnt_bodyid[j] == base and model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
+    if not free:
+        raise RobotModelError(f"{source}: base body {robot.base_body!r} has no free joint")
+
+
+def _collision_geoms(model: mujoco.MjModel, body: int) -> list[int]:
+    return [g for g in range(model.ngeom) if model.geom_bodyid[g] == body
+            and (model.geom_contype[g] or model.geom_conaffinity[g])]
+
+
+def sole_centre(model: mujoco.MjModel, body: str) -> np.ndarray:
+    """Bottom centre of ``body``'s collision geoms, m, body frame: the middle of their bounding
+    boxes in x and y, their lowest point in z (MuJoCo's per-geom ``geom_aabb``, transformed).
+
+    Raises:
+        RobotModelError: the body has no collision geom.
+    """
+    b = model.body(body).id
+    geoms = _collision_geoms(model, b)
+    if not geoms:
+        raise RobotModelError(f"foot body {body!r} has no collision geom (contype/conaffinity 0)")
+    corners = []
+    signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=float)
+    for g in geoms:
+        centre, half = model.geom_aabb[g, :3], model.geom_aabb[g, 3:]
+        local = centre + signs * half  # (8, 3) geom frame
+        rot = np.zeros(9)
+        mujoco.mju_quat2Mat(rot, model.geom_quat[g])
+        corners.append(local @ rot.reshape(3, 3).T + model.geom_pos[g])
+    pts = np.concatenate(corners)
+    lo, hi = pts.min(axis=0), pts.max(axis=0)
+    return np.array([0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1]), lo[2]])
+
+
+def _look_quat(forward: Sequence[float]) -> list[float]:
+    """Camera quaternion (w, x, y, z) looking along ``forward`` with world +z up."""
+    f = np.asarray(forward, dtype=np.float64)
+    f /= np.linalg.norm(f)
+    x = np.cross(f, [0.0, 0.0, 1.0])
+    x /= np.linalg.norm(x)
+    y = np.cross(x, f)
+    mat = np.column_stack([x, y, -f])  # a camera looks along its -z axis
+    quat = np.zeros(4)
+    mujoco.mju_mat2Quat(quat, mat.flatten())
+    return quat.tolist()
+
+
+# ---------------------------------------------------------------------------- drives
+def _apply_project_drives(
+    spec: mujoco.MjSpec, model: mujoco.MjModel, robot: RobotDescription, source: str,
+    by_joint: dict[int, list[int]],
+) -> dict[str, str]:
+    """Give every task joint the description's drive. Returns joint -> actuator name."""
+    names = {model.actuator(a).name for a in range(model.nu)}
+    out = {}
+    for j in robot.joint_names:
+        acts = by_joint.get(model.joint(j).id, [])
+        if len(acts) > 1:
+            listed = ", ".join(repr(model.actuator(a).name or f"#{a}") for a in acts)
+            raise RobotModelError(f"{source}: joint {j!r} has {len(acts)} actuators ({listed}); the task "
+                                  f"drives each joint with one")
+        drive = robot.drives[j]
+        if acts:
+            act = spec.actuators[acts[0]]
+        else:
+            act = spec.add_actuator()
+            act.name = j if j not in names else f"{j}_servo"
+            act.target = j
+            act.trntype = mujoco.mjtTrn.mjTRN_JOINT
+        act.set_to_position(kp=drive.kp, kv=drive.kd)
+        act.gear = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        act.inheritrange = 0.0
+        act.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
+        act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+        act.forcerange = [-drive.effort_limit, drive.effort_limit]
+        act.armature = 0.0
+        act.damping = [0.0] * len(act.damping)
+        joint = spec.joint(j)
+        joint.armature = drive.armature
+        joint.frictionloss = drive.frictionloss
+        joint.damping = [drive.damping] + [0.0] * (len(joint.damping) - 1)
+        if model.jnt_actfrclimited[model.joint(j).id]:  # the servo's force range is the limit
+            joint.actfrclimited = mujoco.mjtLimited.mjLIMITED_FALSE
+        out[j] = act.name
+    return out
+
+
+def _file_action_scale(robot: RobotDescription, drives: Mapping[str, DriveValues], source: str) -> dict[str, float]:
+    """Action scale from the file's drives (``robot.actuators=file``)."""
+    hint = "or choose robot.actuators=project (the project's drives)"
+    out = {}
+    for j in robot.joint_names:
+        d = drives[j]
+        if d.kind == "none":
+            raise RobotModelError(f"robot.actuators=file: joint {j!r} in {source} has no actuator; add one {hint}")
+        if d.kind != "position":
+            raise RobotModelError(
+                f"robot.actuators=file: actuator {d.actuator!r} of joint {j!r} in {source} is a {d.kind} "
+                f"actuator, not a position servo (fixed gain kp, bias -kp*q - kd*qdot, gear 1); the task's "
+                f"actions are joint targets; make it a <position> actuator {hint}"
+            )
+        if not math.isfinite(d.effort):
+            raise RobotModelError(
+                f"robot.actuators=file: actuator {d.actuator!r} of joint {j!r} in {source} has no force "
+                f"limit (forcerange, or the joint's actuatorfrcrange), so the action scale "
+                f"{robot.action_scale_factor:g} * effort / kp cannot be derived; give it one {hint}"
+            )
+        out[j] = robot.action_scale_factor * d.effort / d.kp
+    return out
+
+
+# ---------------------------------------------------------------------------- additions
+def _option_text(value, like) -> str:
+    """An option value as text, typed like ``like`` (a float, an int or a MuJoCo enum)."""
+    if isinstance(like, float):
+        return f"{float(value):g}"
+    if isinstance(like, int):
+        return str(int(value))
+    return type(like)(int(value)).name
+
+
+def _set_physics(spec: mujoco.MjSpec, model: mujoco.MjModel, report: SceneReport, from_file: bool) -> None:
+    for name, value in PHYSICS.items():
+        before = getattr(model.opt, name)
+        if from_file and _option_text(before, value) != _option_text(value, value):
+            report.changes.append(f"option {name}: {_option_text(before, value)} -> {_option_text(value, value)}")
+        setattr(spec.option, name, value)
+
+
+def _add_floor(spec: mujoco.MjSpec) -> None:
+    tex = spec.add_texture()
+    tex.name = "unilab_floor_grid"
+    tex.type = mujoco.mjtTexture.mjTEXTURE_2D
+    tex.builtin = mujoco.mjtBuiltin.mjBUILTIN_CHECKER
+    tex.rgb1 = [0.32, 0.36, 0.40]
+    tex.rgb2 = [0.24, 0.27, 0.30]
+    tex.mark = mujoco.mjtMark.mjMARK_EDGE
+    tex.markrgb = [0.5, 0.5, 0.5]
+    tex.width = tex.height = 256
+    mat = spec.add_material()
+    mat.name = "unilab_floor_grid"
+    mat.texrepeat = [1.0, 1.0]
+    mat.texuniform = True
+    textures = list(mat.textures)
+    textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "unilab_floor_grid"
+    mat.textures = textures
+    floor = spec.worldbody.add_geom()
+    floor.name = "floor" if spec.geom("floor") is None else "unilab_floor"
+    floor.type = mujoco.mjtGeom.mjGEOM_PLANE
+    floor.size = [0.0, 0.0, 0.05]  # infinite plane
+    floor.condim = 3
+    floor.contype = 1
+    floor.conaffinity = 1
+    floor.material = "unilab_floor_grid"
+
+
+def _world_floors(model: mujoco.MjModel) -> list[int]:
+    return [g for g in range(model.ngeom) if model.geom_bodyid[g] == 0
+            and int(model.geom_type[g]) in (int(mujoco.mjtGeom.mjGEOM_PLANE), int(mujoco.mjtGeom.mjGEOM_HFIELD))]
+
+
+def _add_view(spec: mujoco.MjSpec, model: mujoco.MjModel, robot: RobotDescription) -> None:
+    if model.nlight == 0:
+        spec.visual.headlight.ambient = [0.3, 0.3, 0.3]
+        spec.visual.headlight.diffuse = [0.5, 0.5, 0.5]
+        light = spec.worldbody.add_light()
+        light.name = "sun"
+        light.pos = [0.0, 0.0, 4.0]
+        light.dir = [0.0, 0.0, -1.0]
+        light.type = mujoco.mjtLightType.mjLIGHT_DIRECTIONAL
+        light.diffuse = [0.6, 0.6, 0.6]
+        light.castshadow = True
+    if spec.camera("tracking") is None:
+        cam = spec.body(robot.base_body).add_camera()
+        cam.name = "tracking"
+        cam.mode = mujoco.mjtCamLight.mjCAMLIGHT_TRACKCOM
+        offset = np.array([1.6, -2.4, 0.4])
+        cam.pos = offset.tolist()
+        cam.quat = _look_quat(-offset - [0.0, 0.0, 0.3])
+
+
+def _add_site(spec: mujoco.MjSpec, body: str, name: str, pos) -> None:
+    site = spec.body(body).add_site()
+    site.name = name
+    site.pos = [float(x) for x in pos]
+    site.size = [0.01, 0.01, 0.01]
+    site.rgba = list(_RGBA_SITE)
+    site.group = 4
+
+
+def _add_sites(spec: mujoco.MjSpec, model: mujoco.MjModel, robot: RobotDescription, source: str,
+               report: SceneReport) -> None:
+    sites = {model.site(i).name: i for i in range(model.nsite)}
+    imu = robot.imu
+    if imu.name in sites:
+        on = model.body(int(model.site_bodyid[sites[imu.name]])).name
+        if on != imu.body:
+            raise RobotModelError(f"{source}: site {imu.name!r} is on body {on!r}; robot {robot.name!r} "
+                                  f"has its IMU on {imu.body!r}")
+    else:
+        _add_site(spec, imu.body, imu.name, imu.pos)
+        if report.source != "built-in":
+            report.changes.append(f"site {imu.name!r} (IMU) added on {imu.body!r} at {_vec(imu.pos)} m")
+    for name, body in zip(FOOT_SITES, robot.feet):
+        sole = sole_centre(model, body)
+        if name in sites:
+            s = sites[name]
+            on = model.body(int(model.site_bodyid[s])).name
+            if on != body:
+                raise RobotModelError(f"{source}: site {name!r} is on body {on!r}; the task's foot site "
+                                      f"belongs on foot body {body!r}")
+            if np.linalg.norm(model.site_pos[s] - sole) > FOOT_SITE_TOLERANCE_M:
+                spec.site(name).pos = sole.tolist()
+                report.changes.append(f"site {name!r} moved from {_vec(model.site_pos[s])} to the sole "
+                                      f"centre {_vec(sole)} m (foot height and clearance read it)")
+        else:
+            _add_site(spec, body, name, sole)
+            report.changes.append(f"site {name!r} added on {body!r} at the sole centre {_vec(sole)} m")
+
+
+def _vec(v) -> str:
+    return "(" + ", ".join(f"{float(x):.4g}" for x in v) + ")"
+
+
+def _add_sensors(spec: mujoco.MjSpec, robot: RobotDescription, report: SceneReport) -> None:
+    replaced = []
+    for name in SENSOR_NAMES:
+        old = spec.sensor(name)
+        if old is not None:
+            spec.delete(old)
+            replaced.append(name)
+    if replaced:
+        report.changes.append(f"sensors {replaced} of the file replaced by the task's")
+    site, body = mujoco.mjtObj.mjOBJ_SITE, mujoco.mjtObj.mjOBJ_BODY
+    S = mujoco.mjtSensor
+
+    def add(name, kind, objtype, objname, reftype=None, refname=""):
+        s = spec.add_sensor()
+        s.name, s.type, s.objtype, s.objname = name, kind, objtype, objname
+        if reftype is not None:
+            s.reftype, s.refname = reftype, refname
+
+    imu = robot.imu.name
+    add("imu_ang_vel", S.mjSENS_GYRO, site, imu)
+    add("imu_lin_vel", S.mjSENS_VELOCIMETER, site, imu)
+    add("imu_lin_acc", S.mjSENS_ACCELEROMETER, site, imu)
+    add("imu_upvector", S.mjSENS_FRAMEZAXIS, body, "world", site, imu)  # world +z in the IMU frame
+    add("root_angmom", S.mjSENS_SUBTREEANGMOM, body, robot.base_body)
+    for foot in FOOT_SITES:
+        add(f"{foot}_lin_vel", S.mjSENS_FRAMELINVEL, site, foot)
+    for foot in FOOT_SITES:
+        add(f"{foot}_pos", S.mjSENS_FRAMEPOS, site, foot)
+
+
+def _raise_foot_priority(spec: mujoco.MjSpec, model: mujoco.MjModel, robot: RobotDescription,
+                         report: SceneReport) -> None:
+    floors = _world_floors(model)
+    floor_priority = max((int(model.geom_priority[g]) for g in floors), default=0)
+    low = [g for body in robot.feet for g in _collision_geoms(model, model.body(body).id)
+           if model.geom_priority[g] <= floor_priority]
+    if not low:
+        return
+    for g in low:
+        spec.geoms[g].priority = floor_priority + 1
+    report.changes.append(
+        f"{len(low)} foot collision geoms: contact priority {floor_priority + 1} (above the floor's), so "
+        f"their friction, which the task may randomize, is the contact's"
+    )
+
+
+def _key_vectors(model: mujoco.MjModel, robot: RobotDescription, pose: Pose,
+                 actuator_of: Mapping[str, int]) -> tuple[list[float], list[float]]:
+    """qpos and ctrl of ``pose``: the base's free joint, joints by name, their servos' targets."""
+    qpos = model.qpos0.copy()
+    base = model.body(robot.base_body).id
+    for j in range(model.njnt):
+        if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE and model.jnt_bodyid[j] == base:
+            adr = model.jnt_qposadr[j]
+            qpos[adr: adr + 7] = [*pose.base_pos, 1.0, 0.0, 0.0, 0.0]
+    for name, value in pose.joint_pos.items():
+        qpos[model.jnt_qposadr[model.joint(name).id]] = value
+    ctrl = np.zeros(model.nu)
+    for name in robot.joint_names:
+        ctrl[actuator_of[name]] = pose.joint_pos.get(name, 0.0)
+    return qpos.tolist(), ctrl.tolist()
+
+
+def _set_keyframes(spec: mujoco.MjSpec, model: mujoco.MjModel, robot: RobotDescription,
+                   report: SceneReport, from_file: bool) -> None:
+    kept, dropped = [], []
+    fields = ("qpos", "qvel", "act", "ctrl", "mpos", "mquat")
+    for key in list(spec.keys):
+        if key.name not in robot.keyframes:
+            values = {f: np.array(getattr(key, f)) for f in fields}
+            fits = all(len(values[f]) in (0, n) for f, n in (
+                ("qpos", model.nq), ("qvel", model.nv), ("act", model.na), ("ctrl", model.nu)))
+            (kept if fits else dropped).append(values | {"name": key.name, "time": key.time})
+        spec.delete(key)
+    actuator_of = {}
+    by_joint = _joint_actuators(model)
+    for j in robot.joint_names:
+        actuator_of[j] = by_joint[model.joint(j).id][0]
+    for name, pose in robot.keyframes.items():
+        qpos, ctrl = _key_vectors(model, robot, pose, actuator_of)
+        spec.add_key(name=name, qpos=qpos, ctrl=ctrl)
+    for fields_ in kept:
+        key = spec.add_key()
+        for f, value in fields_.items():
+            setattr(key, f, value.tolist() if isinstance(value, np.ndarray) else value)
+    if from_file:
+        report.changes.append(
+            f"keyframes {list(robot.keyframes)} of robot {robot.name!r} first (keyframe 0 = the default pose)"
+            + (f"; the file's {[k['name'] for k in kept]} after them" if kept else "")
+            + (f"; the file's {[k['name'] for k in dropped]} dropped (sizes no longer fit)" if dropped else "")
+        )
+
+
+# ---------------------------------------------------------------------------- entry point
+def build_scene(
+    robot: RobotDescription,
+    *,
+    mjcf: str | os.PathLike | None = None,
+    actuators: str = "project",
+    with_floor: bool = True,
+) -> RobotScene:
+    """The task scene of ``robot``: its model (or ``mjcf``) plus what the tasks need.
+
+    Args:
+        robot: the description (joints, drives, bodies, keyframes, model).
+        mjcf: a user MJCF of this robot (a robot file or a scene that includes one); None: the
+            description's own model.
+        actuators: ``"project"`` or ``"file"`` (see the module docstring).
+        with_floor: add a floor plane when the world has none.
+
+    Returns:
+        :class:`RobotScene`; nothing is printed (:func:`print_report` shows its report).
+
+    Raises:
+        RobotModelError: one line naming the file and what is wrong (no such file, unreadable
+            XML, a missing joint or body, a joint without range, two actuators on one joint, or
+            with ``file`` an actuator that is not a position servo or has no force limit).
+    """
+    if actuators not in ACTUATOR_CHOICES:
+        raise RobotModelError(f"robot.actuators: expected one of {', '.join(ACTUATOR_CHOICES)}, got {actuators!r}")
+    spec, source, from_file = _load(robot, mjcf)
+    report = SceneReport(robot.name, source, actuators, action_scale_factor=robot.action_scale_factor)
+    model = _compile(spec, source)
+    _check_names(model, robot, source)
+
+    by_joint = _joint_actuators(model)
+    report.file_drives = {j: read_drive(model, j, by_joint.get(model.joint(j).id, [])) for j in robot.joint_names}
+    report.project_action_scale = robot.action_scale()
+    if actuators == "project":
+        names = _apply_project_drives(spec, model, robot, source, by_joint)
+        report.action_scale = dict(report.project_action_scale)
+    else:
+        report.action_scale = _file_action_scale(robot, report.file_drives, source)
+        names = {j: d.actuator for j, d in report.file_drives.items()}
+    report.project_drives = {j: DriveValues.of(robot.drives[j], names[j]) for j in robot.joint_names}
+
+    _set_physics(spec, model, report, from_file)
+    floors = _world_floors(model)
+    if with_floor and not floors:
+        _add_floor(spec)
+        if from_file:
+            report.changes.append("floor plane 'floor' added (the world had no plane or heightfield)")
+    _add_view(spec, model, robot)
+    _add_sites(spec, model, robot, source, report)
+    _raise_foot_priority(spec, model, robot, report)
+    _add_sensors(spec, robot, report)
+    _set_keyframes(spec, _compile(spec, source), robot, report, from_file)
+    _compile(spec, source)
+    return RobotScene(robot, spec, dict(report.action_scale), report)
+
+
+__all__ = [
+    "ACTUATOR_CHOICES",
+    "DriveValues",
+    "FOOT_SITES",
+    "FOOT_SITE_TOLERANCE_M",
+    "PHYSICS",
+    "RobotModelError",
+    "RobotScene",
+    "SENSOR_NAMES",
+    "SceneReport",
+    "build_scene",
+    "print_report",
+    "read_drive",
+    "sole_centre",
+]

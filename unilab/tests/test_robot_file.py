@@ -1,0 +1,244 @@
+"""A user's own G1 MJCF, as users have one: a meshed G1 laid out like a Menagerie checkout
+(``scene.xml`` including ``g1.xml``, meshes in ``assets/``), generated here with box meshes, its
+own sensor and geom names and its own gains (:func:`unilab.robots.testing.write_meshed_g1`).
+
+The scene builder reads it as a model spec: meshes resolve relative to the file from any working
+directory, the task's sensors, sites and keyframes are added, the drives follow
+``robot.actuators``, friction randomization finds the unnamed foot geoms by body. Then
+``unilab train``, ``play`` and ``export`` run with it from other working directories, with both
+actuator choices.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import mujoco
+import numpy as np
+import pytest
+import torch
+from rich.console import Console
+
+from unilab.robots.g1 import G1
+from unilab.robots.scene import SENSOR_NAMES, RobotModelError, build_scene, print_report
+from unilab.robots.testing import write_meshed_g1
+
+UNILAB = str(Path(sys.executable).parent / "unilab")
+TINY = [
+    "training.num_envs=2", "training.max_iterations=2", "algo.batch_size=16", "algo.num_updates=1",
+    "algo.learning_starts=1", "algo.buffer_size_per_env=8", "sim.nthread=1", "training.device=cpu",
+    "training.progress=false",
+]
+
+
+@pytest.fixture(scope="module")
+def meshed(tmp_path_factory) -> Path:
+    """The generated meshed G1's scene.xml (kp 500, dampratio 1, armature 0.01, frictionloss 0.3)."""
+    return write_meshed_g1(tmp_path_factory.mktemp("user") / "unitree_g1")
+
+
+def robot(mjcf, actuators="project"):
+    return SimpleNamespace(name="g1", mjcf=str(mjcf), actuators=actuators)
+
+
+def cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = dict(os.environ, UNILAB_STRICT_PLUGINS="1")
+    return subprocess.run([UNILAB, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+# ---------------------------------------------------------------------------- the scene
+def test_scene_text_compiles_anywhere_with_the_files_meshes(meshed, tmp_path, monkeypatch):
+    elsewhere = tmp_path / "a"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    relative = os.path.relpath(meshed, elsewhere)
+    xml = build_scene(G1, mjcf=relative).to_xml()
+    (tmp_path / "b").mkdir()
+    monkeypatch.chdir(tmp_path / "b")
+    model = mujoco.MjModel.from_xml_string(xml)
+    user = mujoco.MjModel.from_xml_path(str(meshed))
+    assert model.nmesh == user.nmesh > 30
+    np.testing.assert_allclose(model.mesh_vert, user.mesh_vert)  # the same files, read from the folder
+
+
+def test_the_robot_file_alone_gets_a_floor(meshed):
+    scene = build_scene(G1, mjcf=meshed.parent / "g1.xml")
+    model = scene.compile()
+    assert model.geom("floor").type[0] == mujoco.mjtGeom.mjGEOM_PLANE
+    assert any("floor plane 'floor' added" in c for c in scene.report.changes)
+    # the user's scene has its own floor: nothing added
+    model = build_scene(G1, mjcf=meshed).compile()
+    assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, "floor") == -1
+    assert model.geom("ground_plane").bodyid[0] == 0
+
+
+def test_what_the_task_needs_is_added_to_the_users_model(meshed):
+    scene = build_scene(G1, mjcf=meshed)
+    model = scene.compile()
+    names = [model.sensor(i).name for i in range(model.nsensor)]
+    assert names[:2] == ["pelvis-gyro", "pelvis-accel"]  # the file's own, kept
+    assert names[2:] == list(SENSOR_NAMES)
+    # foot sites: moved from the ankle origin to the bottom centre of the four foot spheres
+    for site in ("left_foot", "right_foot"):
+        np.testing.assert_allclose(model.site(site).pos, [0.035, 0.0, -0.035], atol=1e-9)
+    assert sum("moved" in c for c in scene.report.changes) == 2
+    # foot spheres (unnamed) above the floor's contact priority
+    feet = [g for g in range(model.ngeom) if model.body(int(model.geom_bodyid[g])).name in G1.feet
+            and model.geom_contype[g]]
+    assert len(feet) == 8 and all(model.geom(g).name == "" for g in feet)
+    assert all(model.geom_priority[g] > model.geom("ground_plane").priority[0] for g in feet)
+    assert [model.key(k).name for k in range(model.nkey)] == ["knees_bent", "home", "stand"]
+    assert model.opt.timestep == 0.005 and model.opt.iterations == 10
+    assert model.camera("tracking").bodyid[0] == model.body("pelvis").id
+    d = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, d, 0)
+    mujoco.mj_forward(model, d)
+    np.testing.assert_allclose(d.sensor("imu_upvector").data, [0, 0, 1], atol=1e-9)
+    np.testing.assert_allclose(d.sensor("left_foot_pos").data, d.site("left_foot").xpos)
+
+
+def test_project_drives_replace_the_files_and_a_table_shows_it(meshed):
+    scene = build_scene(G1, mjcf=meshed, actuators="project")
+    model = scene.compile()
+    for j, drive in G1.drives.items():
+        a = model.actuator(f"{j}_motor")  # the file's actuator, reused
+        assert a.gainprm[0] == pytest.approx(drive.kp) and -a.biasprm[2] == pytest.approx(drive.kd)
+        assert a.forcerange[1] == pytest.approx(drive.effort_limit) and a.ctrllimited[0] == 0
+        dof = model.jnt_dofadr[model.joint(j).id]
+        assert model.dof_armature[dof] == pytest.approx(drive.armature)
+        assert model.dof_frictionloss[dof] == 0.0
+    assert scene.action_scale == pytest.approx(G1.action_scale())
+    text_model = mujoco.MjModel.from_xml_string(scene.to_xml())  # what the env and backend compile
+    for field in ("actuator_gainprm", "actuator_biasprm", "actuator_ctrllimited", "actuator_forcerange",
+                  "dof_armature", "dof_frictionloss", "key_qpos", "key_ctrl", "site_pos"):
+        np.testing.assert_allclose(getattr(text_model, field), getattr(model, field), rtol=1e-5, atol=1e-7)
+    diff = scene.report.differences()
+    assert set(diff) == set(G1.joint_names)
+    assert {"kp", "kd", "armature", "frictionloss"} <= set(diff["left_knee_joint"])
+    console = Console(record=True, width=250)
+    assert print_report(scene.report, console=console, once=False)
+    text = console.export_text()
+    assert "robot.actuators=project" in text and "29 of 29 joints differ" in text
+    assert re.search(r"left_knee_joint .*500 → 99\.1 .*0\.3 → 0 ", text), text
+
+
+def test_file_drives_are_kept_and_scale_the_actions(meshed):
+    scene = build_scene(G1, mjcf=meshed, actuators="file")
+    model = scene.compile()
+    knee = model.actuator("left_knee_joint_motor")
+    assert knee.gainprm[0] == 500.0
+    assert -knee.biasprm[2] > 0  # the file's dampratio, resolved by MuJoCo
+    dof = model.jnt_dofadr[model.joint("left_knee_joint").id]
+    assert model.dof_frictionloss[dof] == pytest.approx(0.3)
+    # effort from the joint's actuatorfrcrange (139 N*m): 0.25 * 139 / 500
+    assert scene.action_scale["left_knee_joint"] == pytest.approx(0.25 * 139.0 / 500.0)
+    assert "the file's drives are kept" in scene.report.title()
+
+
+def _edited(meshed: Path, tmp_path: Path, old: str, new: str, count: int = 1) -> Path:
+    """A copy of the meshed G1 whose g1.xml has ``old`` replaced by ``new`` (``count`` times, -1: all)."""
+    folder = tmp_path / "edited"
+    shutil.copytree(meshed.parent, folder)
+    text = (folder / "g1.xml").read_text()
+    assert old in text
+    (folder / "g1.xml").write_text(text.replace(old, new, count))
+    return folder / "scene.xml"
+
+
+def test_a_motor_actuator_becomes_a_servo_or_is_refused_with_file(meshed, tmp_path):
+    path = _edited(meshed, tmp_path, '<position class="g1" name="left_knee_joint_motor" joint="left_knee_joint"/>',
+                   '<motor name="knee_torque" joint="left_knee_joint" ctrlrange="-139 139"/>')
+    scene = build_scene(G1, mjcf=path, actuators="project")
+    assert scene.compile().actuator("knee_torque").gainprm[0] == pytest.approx(G1.drives["left_knee_joint"].kp)
+    assert scene.report.differences()["left_knee_joint"][0] == "kind"
+    with pytest.raises(RobotModelError) as err:
+        build_scene(G1, mjcf=path, actuators="file")
+    message = str(err.value)
+    assert "\n" not in message and "robot.actuators=file" in message
+    assert "'knee_torque'" in message and "'left_knee_joint'" in message and str(path) in message
+
+
+def test_friction_randomization_reaches_the_unnamed_foot_geoms(meshed):
+    from unilab.tasks.g1_walk_flat import G1WalkFlatConfig, make_env
+    from unisim.backends.mujoco import MujocoBackend
+
+    n = 4
+    env = make_env(G1WalkFlatConfig(), backend_cls=MujocoBackend, num_envs=n, nthread=1, robot=robot(meshed), seed=2)
+    try:
+        friction = env.backend.model_field("geom_friction")
+        feet = env.meta.collision_geom_ids(G1.feet)
+        assert len(feet) == 8 and all(env.meta.geom_names[g] == "" for g in feet)
+        mu = friction[:, feet, 0]
+        assert torch.equal(mu, mu[:, :1].expand_as(mu)) and len(torch.unique(mu[:, 0])) == n
+        assert ((mu >= 0.3) & (mu <= 1.2)).all()
+        others = [g for g in range(friction.shape[1]) if g not in feet]
+        file_mu = torch.tensor(env.backend.model.geom_friction[others, 0])
+        assert torch.equal(friction[:, others, 0], file_mu.expand(n, -1).to(friction.dtype))
+    finally:
+        env.close()
+
+
+# ---------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("case", ["missing_joint", "no_file"])
+def test_bad_robot_file_is_one_error_line(meshed, tmp_path, case):
+    if case == "missing_joint":
+        path = _edited(meshed, tmp_path, "left_knee_joint", "knee_l", -1)  # the joint and its actuator
+        expected = [f"{path} has no joint 'left_knee_joint'", "which robot 'g1' needs"]
+    else:
+        path = tmp_path / "nope" / "g1.xml"
+        expected = [f"robot.mjcf: no such file '{path}'"]
+    work = tmp_path / "work"
+    work.mkdir()
+    result = cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, f"robot.mjcf={path}",
+                 f"training.log_dir={work / 'logs'}", cwd=work)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip() and not ln.startswith("WARNING")]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert all(e in lines[0] for e in expected), lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_an_unknown_robot_name_is_one_error_line(tmp_path):
+    result = cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, "robot.name=h1",
+                 f"training.log_dir={tmp_path / 'logs'}", cwd=tmp_path)
+    assert result.returncode == 2
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip() and not ln.startswith("WARNING")]
+    assert len(lines) == 1 and "robot.name: unknown robot 'h1'; valid choices: g1" in lines[0], result.stderr
+
+
+# ---------------------------------------------------------------------------- train, play, export
+@pytest.mark.parametrize("actuators, knee_kp, knee_scale", [
+    ("project", G1.drives["left_knee_joint"].kp, G1.action_scale()["left_knee_joint"]),
+    ("file", 500.0, 0.25 * 139.0 / 500.0),
+])
+def test_train_play_export_from_other_directories(meshed, tmp_path, actuators, knee_kp, knee_scale):
+    train_dir, other = tmp_path / "train_here", tmp_path / "play_here"
+    train_dir.mkdir()
+    other.mkdir()
+    relative = os.path.relpath(meshed, train_dir)
+    result = cli("train", "--algo", "sac", "--task", "g1_walk_flat", "--preset", "laptop", *TINY,
+                 f"robot.mjcf={relative}",
+                 f"robot.actuators={actuators}", "training.no_play=true", "training.log_dir=logs", cwd=train_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"robot.actuators={actuators}: robot 'g1' from {meshed}" in result.stderr  # never silent
+    (run_dir,) = (train_dir / "logs" / "sac" / "g1_walk_flat").iterdir()
+    config = json.loads((run_dir / "run_config.json").read_text())["config"]["robot"]
+    assert config == {"name": "g1", "mjcf": str(meshed), "actuators": actuators}
+
+    played = cli("play", str(run_dir), "--num-envs", "1", "--steps", "6", "--no-video", cwd=other)
+    assert played.returncode == 0, played.stdout + played.stderr
+    exported = cli("export", str(run_dir), cwd=other)
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    from unilab.deploy.export import read_metadata
+
+    meta = read_metadata(run_dir / "policy.onnx")
+    knee = meta["action"]["joint_names"].index("left_knee_joint")
+    assert meta["pd_gains"]["kp"][knee] == pytest.approx(knee_kp, rel=1e-5)
+    assert meta["action"]["scale"][knee] == pytest.approx(knee_scale, rel=1e-5)
