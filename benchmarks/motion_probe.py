@@ -75,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"the ONNX policy reads {policy.dim} observations, the env gives {env.obs_dims['actor']}")
     meta = read_metadata(onnx_path)
 
+    if len(env.commands["motion"].clips) > 1:
+        raise SystemExit(f"{args.run} tracks {len(env.commands['motion'].clips)} clips; this probe plays one "
+                         "(pass env.motion.file=CLIP.npz to probe one of them)")
     clip_steps = int(env.commands["motion"].num_frames) - 1
     rewards = env.reward_manager
     tracking = [n for n in rewards.names if n.startswith("motion_")]

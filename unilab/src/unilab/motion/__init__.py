@@ -30,6 +30,9 @@ _EXPORTS: dict[str, str] = {
     "import_motion": "importers",
     "InspectReport": "inspect",
     "inspect_motion": "inspect",
+    "ClipInfo": "library",
+    "MotionLibrary": "library",
+    "load_motion_library": "library",
 }
 
 __all__ = sorted(_EXPORTS)

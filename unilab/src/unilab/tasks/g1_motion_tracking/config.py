@@ -13,14 +13,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class MotionConfig(BaseModel):
-    """The reference clip and how start times are drawn."""
+    """The reference clips and how starts (clip, time) are drawn."""
 
     model_config = ConfigDict(extra="forbid")
     file: str | None = Field(
-        None, description="motion npz (unilab motion import); default: the clip shipped with the task"
+        None,
+        description="motion npz (unilab motion import), a folder of npz, or a manifest (.yaml/.json: clips "
+        "with optional weights); default: the clip shipped with the task",
     )
     sampling: Literal["adaptive", "uniform", "start"] = Field(
-        "adaptive", description="start times: adaptive (failure-weighted bins), uniform, or frame 0"
+        "adaptive", description="starts (clip, time): adaptive (failure-weighted bins over all clips), "
+        "uniform, or frame 0 (clips in turn)",
     )
     adaptive_alpha: float = Field(0.001, gt=0.0, le=1.0, description="EMA rate of the per-bin failure counts")
     adaptive_uniform_ratio: float = Field(0.1, ge=0.0, description="uniform share added to the failure counts")

@@ -24,7 +24,7 @@ from unilab.envs import mdp
 from unilab.envs.contact import ContactSensorCfg, add_contact_sensors
 from unilab.envs.manager_based_rl_env import EnvCfg, ManagerBasedRlEnv
 from unilab.envs.managers import EventTerm, ObsTerm, RewardTerm, TerminationTerm
-from unilab.motion import load_motion
+from unilab.motion.library import MotionLibrary, load_motion_library
 from unilab.robots import g1
 from unilab.tasks.g1_motion_tracking import mdp as tmdp
 from unilab.tasks.g1_motion_tracking.config import G1MotionTrackingConfig
@@ -76,27 +76,29 @@ def soft_joint_limits(joint_names: tuple[str, ...]) -> torch.Tensor:
     return torch.stack((mid - half, mid + half), dim=1)
 
 
-def load_task_motion(cfg: G1MotionTrackingConfig, step_dt: float):
-    """The configured clip, checked against the G1 and the control rate, selected to the action
-    joints and the tracked bodies (by name).
+def load_task_motion(cfg: G1MotionTrackingConfig, step_dt: float) -> MotionLibrary:
+    """The configured clips (``env.motion.file``: one npz, a folder of npz or a manifest;
+    :mod:`unilab.motion.library`), each checked against the G1 and the control rate, selected to
+    the action joints and the tracked bodies (by name).
 
     Raises:
-        MotionFormatError: a bad clip (file, key, expectation).
+        MotionFormatError: a bad clip or manifest (file, key, expectation).
     """
     from unilab.motion import MotionFormatError
 
     path = cfg.motion.file or DEFAULT_MOTION
-    if not Path(path).is_file():  # name the setting, not only the file
-        raise MotionFormatError(path, "env.motion.file", "expected the path of an existing motion .npz "
-                                "(`unilab motion import` makes one from a retargeted CSV)")
-    clip = load_motion(path, joint_names=g1.G1_JOINT_NAMES, joint_limits=g1.JOINT_RANGE)
+    if not Path(path).exists():  # name the setting, not only the file
+        raise MotionFormatError(path, "env.motion.file", "expected an existing motion .npz, a folder of .npz or a "
+                                "manifest (.yaml/.json); `unilab motion import` makes a clip from a retargeted CSV")
+    library = load_motion_library(path, joint_names=g1.G1_JOINT_NAMES, joint_limits=g1.JOINT_RANGE)
     rate = 1.0 / step_dt
-    if abs(clip.fps - rate) > 1e-3:
-        raise MotionFormatError(
-            path, "fps", f"expected the control rate {rate:g} fps, got {clip.fps:g} "
-            f"(re-import the source with `unilab motion import ... --out-fps {rate:g}`)",
-        )
-    return clip.select(g1.G1_JOINT_NAMES, TRACKED_BODIES)
+    for clip in library.clips:
+        if abs(clip.fps - rate) > 1e-3:
+            raise MotionFormatError(
+                clip.source, "fps", f"expected the control rate {rate:g} fps, got {clip.fps:g} "
+                f"(re-import the source with `unilab motion import ... --out-fps {rate:g}`)",
+            )
+    return library.select(g1.G1_JOINT_NAMES, TRACKED_BODIES)
 
 
 def make_env_cfg(cfg: G1MotionTrackingConfig, robot_mjcf: str | None = None) -> EnvCfg:
@@ -111,7 +113,7 @@ def make_env_cfg(cfg: G1MotionTrackingConfig, robot_mjcf: str | None = None) -> 
     joint_names = tuple(g1.G1_JOINT_NAMES)
     scale = torch.tensor([g1.ACTION_SCALE[j] for j in joint_names], dtype=torch.float32)
     step_dt = 0.005 * cfg.decimation
-    clip = load_task_motion(cfg, step_dt)
+    library = load_task_motion(cfg, step_dt)
 
     ##
     # Observations.
@@ -238,7 +240,7 @@ def make_env_cfg(cfg: G1MotionTrackingConfig, robot_mjcf: str | None = None) -> 
 
     def make_command(env: ManagerBasedRlEnv) -> tmdp.MotionCommand:
         return tmdp.MotionCommand(
-            env, clip, ANCHOR_BODY, sampling=m.sampling, noise=noise,
+            env, library.clips, ANCHOR_BODY, infos=library.infos, sampling=m.sampling, noise=noise,
             soft_joint_limits=limits, sampler_kwargs=sampler_kwargs,
         )  # fmt: skip
 
