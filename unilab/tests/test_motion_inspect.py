@@ -100,3 +100,14 @@ def test_frame_ranges():
     assert frame_ranges([9, 3, 4, 5]) == [(3, 5), (9, 9)]
     assert format_frames([7]) == "frame 7"
     assert format_frames([1, 2, 3, 10]) == "frames 1-3, 10"
+
+
+def test_every_shipped_clip_passes_inspect():
+    folder = Path(DEFAULT_MOTION).parent
+    clips = sorted(folder.glob("*.npz"))
+    assert {p.stem for p in clips} >= {"default", "squat", "reach", "twist", "lunge"}
+    assert sum(p.stat().st_size for p in clips) < 4 * 2**20  # the set stays a few MB
+    for path in clips:
+        clip = load_motion(path, joint_names=g1.G1_JOINT_NAMES, joint_limits=g1.JOINT_RANGE)
+        assert clip.fps == 50.0 and clip.duration_s <= 10.0, path.name  # one episode from frame 0
+        assert inspect_motion(clip).warnings == [], path.name

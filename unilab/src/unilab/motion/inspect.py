@@ -49,6 +49,9 @@ class Thresholds:
         self_tolerance_m: a robot-robot contact deeper than this is a self-collision.
         root_lin_speed_max: pelvis speed above this is implausible (m/s; a wrong fps or a cut).
         root_ang_speed_max: pelvis angular speed above this is implausible (rad/s).
+        hard_limit_tolerance_rad: a joint this little past its hard limit is warned about with
+            the soft-limit joints (MuJoCo's joint limits are soft: a clip recorded in simulation
+            passes them by a few mrad under load).
         control_rate_hz: the task's control rate (the clip's fps must equal it).
         episode_length_s: the task's episode length (a longer clip cannot be completed from
             frame 0 in one episode).
@@ -59,6 +62,7 @@ class Thresholds:
     self_tolerance_m: float = 0.001
     root_lin_speed_max: float = 4.0
     root_ang_speed_max: float = 8.0
+    hard_limit_tolerance_rad: float = 0.02
     control_rate_hz: float = 50.0
     episode_length_s: float = 10.0
 
@@ -399,14 +403,17 @@ def _warnings(r: InspectReport) -> list[str]:
                    f"frames ({len(r.self_collisions)} body pairs; deepest {worst.max_depth_mm:.1f} mm, "
                    f"{worst.what}, frame {worst.worst_frame}): the simulated robot cannot follow those poses and "
                    f"the task penalizes self-contact; fix the retargeting or cut them with --frames")
-    if r.hard_limits:
-        names = ", ".join(h[0] for h in r.hard_limits)
-        out.append(f"{len(r.hard_limits)} joints leave their hard limits ({names}): the simulated joints stop "
+    tol = t.hard_limit_tolerance_rad
+    far = [h for h in r.hard_limits if h[1] < h[3] - tol or h[2] > h[4] + tol]
+    near = [h for h in r.hard_limits if h not in far]
+    if far:
+        names = ", ".join(f"{h[0]} by {max(h[3] - h[1], h[2] - h[4]):.3f} rad" for h in far)
+        out.append(f"{len(far)} joints leave their hard limits ({names}): the simulated joints stop "
                    f"there; fix the retargeting (joints more than 0.1 rad outside make the task refuse the clip)")
-    if r.soft_limits:
-        names = ", ".join(s[0] for s in r.soft_limits)
-        out.append(f"{len(r.soft_limits)} joints leave their soft limits ({names}): the task's joint_limit "
-                   f"penalty applies while the policy follows them")
+    if r.soft_limits or near:
+        names = ", ".join(s[0] for s in near + r.soft_limits)
+        out.append(f"{len(near) + len(r.soft_limits)} joints leave their soft limits ({names}): the task's "
+                   f"joint_limit penalty applies while the policy follows them")
     over = {j: v for j, v in r.joint_speed.items() if v[2]}
     if over:
         j, (v, lim, frames) = max(over.items(), key=lambda kv: kv[1][0] / kv[1][1])
