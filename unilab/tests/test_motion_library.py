@@ -155,3 +155,12 @@ def test_two_clip_training_run_completes_on_the_cpu(clip_dir, tmp_path):
     config = json.loads((run_dir / "run_config.json").read_text())["config"]
     assert config["env"]["motion"]["file"] == str(clip_dir)
     assert (run_dir / "model_last.pt").is_file()
+
+
+def test_shipped_names_the_whole_shipped_set():
+    e = make_env(G1MotionTrackingConfig(motion={"file": "shipped"}, **EXACT), backend_cls=MujocoBackend,
+                 num_envs=1, nthread=1, seed=0)  # fmt: skip
+    names = [c.name for c in e.commands["motion"].clips]
+    e.close()
+    assert names == sorted(p.stem for p in Path(DEFAULT_MOTION).parent.glob("*.npz"))
+    assert {"default", "squat", "reach", "twist", "lunge"} <= set(names)

@@ -18,8 +18,8 @@ class MotionConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     file: str | None = Field(
         None,
-        description="motion npz (unilab motion import), a folder of npz, or a manifest (.yaml/.json: clips "
-        "with optional weights); default: the clip shipped with the task",
+        description="motion npz (unilab motion import), a folder of npz, a manifest (.yaml/.json: clips "
+        "with optional weights), or 'shipped' (every clip shipped with the task); default: the task's default clip",
     )
     sampling: Literal["adaptive", "uniform", "start"] = Field(
         "adaptive", description="starts (clip, time): adaptive (failure-weighted bins over all clips), "
