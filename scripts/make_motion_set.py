@@ -196,12 +196,15 @@ class Ik:
             for _ in range(8):
                 dq = self._step(jac, err, w, free)
                 dj = dq[self.joint_dofs]
-                push_out = (((q <= self.lo + eps) & (dj < 0)) | ((q >= self.hi - eps) & (dj > 0))) & (free[self.joint_dofs] > 0)
+                at_limit = ((q <= self.lo + eps) & (dj < 0)) | ((q >= self.hi - eps) & (dj > 0))
+                push_out = at_limit & (free[self.joint_dofs] > 0)
                 if not push_out.any():
                     break
                 free[self.joint_dofs[push_out]] = 0.0
             dj = dq[self.joint_dofs]
-            room = np.where(dj > 0, (self.hi - q) / np.maximum(dj, eps), np.where(dj < 0, (self.lo - q) / np.minimum(dj, -eps), np.inf))
+            room = np.full_like(dj, np.inf)
+            up, down = dj > eps, dj < -eps
+            room[up], room[down] = (self.hi - q)[up] / dj[up], (self.lo - q)[down] / dj[down]
             alpha = float(min(1.0, max(room.min(), 0.0)))
             mujoco.mj_integratePos(self.model, qpos, alpha * dq, 1.0)
             qpos[self.joint_qpos] = np.clip(qpos[self.joint_qpos], self.lo, self.hi)

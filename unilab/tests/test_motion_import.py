@@ -182,7 +182,9 @@ def test_import_cli_detects_layouts_and_gives_one_error_line(tmp_path):
     unilab = str(Path(sys.executable).parent / "unilab")
     clip = load_motion(DEFAULT_MOTION)
     _write_layout("beyondmimic_npz_unnamed", tmp_path / "bm.npz", clip)
-    run = lambda *a: subprocess.run([unilab, "motion", "import", *a], capture_output=True, text=True, timeout=120)  # noqa: E731
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([unilab, "motion", "import", *args], capture_output=True, text=True, timeout=120)
+
     refused = run(str(tmp_path / "bm.npz"), "--out", str(tmp_path / "o.npz"))
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     (line,) = refused.stderr.strip().splitlines()

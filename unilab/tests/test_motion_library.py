@@ -62,8 +62,9 @@ def test_folder_and_manifests_give_the_same_clips(clip_dir, tmp_path):
 )
 def test_bad_manifests_are_one_line_naming_the_entry(clip_dir, tmp_path, text, match):
     manifest = tmp_path / "bad.yaml"
-    manifest.write_text(text.replace("full.npz", str(clip_dir / "full.npz")).replace("middle.npz", str(clip_dir / "middle.npz"))
-                        .replace("nothere.npz", str(tmp_path / "nothere.npz")))  # fmt: skip
+    for name, folder in (("full.npz", clip_dir), ("middle.npz", clip_dir), ("nothere.npz", tmp_path)):
+        text = text.replace(name, str(folder / name))
+    manifest.write_text(text)
     with pytest.raises(MotionFormatError, match=match) as info:
         load_motion_library(manifest)
     assert "\n" not in str(info.value)

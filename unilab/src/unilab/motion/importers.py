@@ -275,7 +275,8 @@ def _float(path: Path, data, key: str) -> np.ndarray:
     arr = arr.astype(np.float64)
     bad = ~np.isfinite(arr)
     if bad.any():
-        raise MotionFormatError(path, key, f"expected finite values, found NaN or inf at frame {int(np.argwhere(bad)[0][0])}")
+        frame = int(np.argwhere(bad)[0][0])
+        raise MotionFormatError(path, key, f"expected finite values, found NaN or inf at frame {frame}")
     return arr
 
 
@@ -318,7 +319,10 @@ def read_source(
     notes: list[str] = []
     if layout == "lafan_csv":
         rows = read_lafan_csv(path)  # quaternion already wxyz
-        names, source = (order, "--joint-order") if order else (tuple(g1.G1_JOINT_NAMES), "LAFAN1 convention (Unitree order)")
+        if order:
+            names, source = order, "--joint-order"
+        else:
+            names, source = tuple(g1.G1_JOINT_NAMES), "LAFAN1 convention (Unitree order)"
         cols, extra = _joint_columns(path, names, source, rows.shape[1] - 7)
         qpos = np.concatenate((rows[:, :7], rows[:, 7:][:, cols]), axis=1)
         _note_extra(notes, extra)
@@ -370,7 +374,9 @@ def read_source(
     _note_extra(notes, extra)
     norms = np.linalg.norm(root_quat, axis=1)
     if norms.min() < 1e-6:
-        raise MotionFormatError(path, "root quaternion", f"expected non-zero quaternions (wxyz), frame {int(norms.argmin())} is zero")
+        raise MotionFormatError(
+            path, "root quaternion", f"expected non-zero quaternions (wxyz), frame {int(norms.argmin())} is zero"
+        )
     qpos = np.concatenate((root_pos, root_quat / norms[:, None], joints[:, cols]), axis=1)
     stored = {}
     if (body_pos is not None and body_names is not None and body_pos.ndim == 3
@@ -399,7 +405,8 @@ def parse_frames(spec: str, num_frames: int, path: str | os.PathLike[str] | None
         raise MotionFormatError(path, "--frames", f"expected START:END (e.g. 0:250), got {spec!r}") from None
     sl = slice(start, stop)
     if len(range(num_frames)[sl]) < 2:
-        raise MotionFormatError(path, "--frames", f"{spec!r} leaves {len(range(num_frames)[sl])} of {num_frames} frames, expected >= 2")
+        kept = len(range(num_frames)[sl])
+        raise MotionFormatError(path, "--frames", f"{spec!r} leaves {kept} of {num_frames} frames, expected >= 2")
     return sl
 
 

@@ -91,7 +91,8 @@ def read_command_script(path: str | os.PathLike[str]) -> list[Segment]:
 
                 raw = yaml.safe_load(text)
         except Exception as exc:  # noqa: BLE001 - json / yaml errors: one line
-            raise MotionFormatError(path, "--commands", f"expected YAML or JSON {expected} ({str(exc).splitlines()[0]})") from None
+            reason = str(exc).splitlines()[0]
+            raise MotionFormatError(path, "--commands", f"expected YAML or JSON {expected} ({reason})") from None
         if isinstance(raw, list):
             raw = {"segments": raw}
     try:
