@@ -85,3 +85,116 @@ def test_bad_csv_names_file_and_expectation(tmp_path):
     np.savetxt(nan, rows, delimiter=",")
     with pytest.raises(MotionFormatError, match=r"nan.csv.*expected finite numbers.*row 2, column 10"):
         read_lafan_csv(nan)
+
+
+# ---------------------------------------------------------------------------- every layout
+def _write_layout(kind: str, path, clip) -> dict:
+    """Write the shipped clip in one of the layouts users bring; returns import_motion kwargs."""
+    from unilab.motion.importers import breadth_first_joint_order
+
+    rng = np.random.default_rng(0)
+    p = clip.body_names.index("pelvis")
+    root = np.concatenate((clip.body_pos_w[:, p], clip.body_quat_w[:, p]), axis=1)
+    perm = rng.permutation(len(clip.joint_names))  # any joint order, told by name
+    shuffled = np.array(clip.joint_names)[perm]
+    bodies = [p] + [i for i in rng.permutation(len(clip.body_names)) if i != p]
+    body_arrays = {k: getattr(clip, k)[:, bodies] for k in ("body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w")}
+    fps = np.array([clip.fps], dtype=np.float32)
+    if kind == "lafan_csv":  # 17 significant digits give the float64 value back exactly
+        rows = np.concatenate((root[:, :3], root[:, [4, 5, 6, 3]], clip.joint_pos), axis=1)
+        np.savetxt(path, rows.astype(np.float64), delimiter=",", fmt="%.17g")
+        return {"fps": 50.0}
+    if kind == "qpos_npz":  # holosoma: world body first, full qvel in joint_vel
+        world = {k: np.concatenate((np.zeros_like(v[:, :1]), v), axis=1) for k, v in body_arrays.items()}
+        np.savez(path, fps=fps, joint_names=shuffled, joint_pos=np.concatenate((root, clip.joint_pos[:, perm]), axis=1),
+                 joint_vel=np.zeros((clip.num_frames, 35)),
+                 body_names=np.array(["world"] + [clip.body_names[i] for i in bodies]), **world)  # fmt: skip
+        return {}
+    if kind == "qpos_npz_unnamed":
+        np.savez(path, fps=fps, joint_pos=np.concatenate((root, clip.joint_pos), axis=1))
+        return {"joint_order": "unitree"}
+    if kind == "beyondmimic_npz":  # this project's own format, joints and bodies shuffled
+        np.savez(path, fps=fps, joint_names=shuffled, body_names=np.array([clip.body_names[i] for i in bodies]),
+                 joint_pos=clip.joint_pos[:, perm], joint_vel=clip.joint_vel[:, perm], **body_arrays)  # fmt: skip
+        return {}
+    if kind == "beyondmimic_npz_unnamed":  # as BeyondMimic writes it from IsaacLab: no names
+        order = [clip.joint_names.index(n) for n in breadth_first_joint_order()]
+        np.savez(path, fps=fps, joint_pos=clip.joint_pos[:, order], joint_vel=clip.joint_vel[:, order], **body_arrays)
+        return {"joint_order": "isaaclab"}
+    raise AssertionError(kind)
+
+
+LAYOUT_CASES = ("lafan_csv", "qpos_npz", "qpos_npz_unnamed", "beyondmimic_npz", "beyondmimic_npz_unnamed")
+
+
+@pytest.mark.parametrize("kind", LAYOUT_CASES)
+def test_every_layout_round_trips_to_identical_joint_data(tmp_path, kind):
+    from unilab.motion.importers import import_motion
+
+    clip = load_motion(DEFAULT_MOTION)
+    path = tmp_path / ("clip.csv" if kind == "lafan_csv" else "clip.npz")
+    kwargs = _write_layout(kind, path, clip)
+    result = import_motion(path, **kwargs)
+    assert result.layout == kind.removesuffix("_unnamed")
+    out = result.clip
+    assert out.joint_names == clip.joint_names and out.fps == 50.0
+    np.testing.assert_array_equal(out.joint_pos, clip.joint_pos)
+    # bodies come from forward kinematics on our G1, whatever the file stored
+    reference = fk_motion(default_qpos(), 50.0)
+    np.testing.assert_array_equal(out.joint_vel, reference.joint_vel)
+    np.testing.assert_allclose(out.body_pos_w, reference.body_pos_w, atol=1e-6)
+    if kind in ("qpos_npz", "beyondmimic_npz"):  # named bodies are compared with ours
+        assert result.body_deviation_m is not None and result.body_deviation_m < 1e-5
+
+
+@pytest.mark.parametrize("kind", ("qpos_npz_unnamed", "beyondmimic_npz_unnamed"))
+def test_unknown_joint_order_is_refused_naming_the_option(tmp_path, kind):
+    from unilab.motion.importers import import_motion
+
+    path = tmp_path / "clip.npz"
+    _write_layout(kind, path, load_motion(DEFAULT_MOTION))
+    with pytest.raises(MotionFormatError, match=r"clip.npz.*joint order cannot be known; pass --joint-order"):
+        import_motion(path)
+
+
+def test_stored_bodies_that_differ_from_ours_are_reported(tmp_path):
+    from unilab.motion.importers import import_motion
+
+    clip = load_motion(DEFAULT_MOTION)
+    arrays = {k: getattr(clip, k) for k in ("joint_pos", "joint_vel", "body_pos_w", "body_quat_w",
+                                            "body_lin_vel_w", "body_ang_vel_w")}  # fmt: skip
+    torso = clip.body_names.index("torso_link")
+    arrays["body_pos_w"] = arrays["body_pos_w"].copy()
+    arrays["body_pos_w"][:, torso, 0] += 0.012  # another engine's torso frame, 12 mm away
+    np.savez(tmp_path / "other.npz", fps=np.array([50.0]), joint_names=np.array(clip.joint_names),
+             body_names=np.array(clip.body_names), **arrays)  # fmt: skip
+    result = import_motion(tmp_path / "other.npz")
+    assert result.body_deviation_body == "torso_link"
+    assert abs(result.body_deviation_m - 0.012) < 1e-5
+    np.testing.assert_allclose(result.clip.body_pos_w, clip.body_pos_w, atol=1e-6)  # recomputed, not copied
+
+
+def test_import_cli_detects_layouts_and_gives_one_error_line(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    unilab = str(Path(sys.executable).parent / "unilab")
+    clip = load_motion(DEFAULT_MOTION)
+    _write_layout("beyondmimic_npz_unnamed", tmp_path / "bm.npz", clip)
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([unilab, "motion", "import", *args], capture_output=True, text=True, timeout=120)
+
+    refused = run(str(tmp_path / "bm.npz"), "--out", str(tmp_path / "o.npz"))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    (line,) = refused.stderr.strip().splitlines()
+    assert line.startswith("error: motion file") and "--joint-order" in line
+    ok = run(str(tmp_path / "bm.npz"), "--out", str(tmp_path / "o.npz"), "--joint-order", "isaaclab")
+    assert ok.returncode == 0, ok.stderr
+    assert "beyondmimic_npz, 301 frames at 50 fps, joint order from --joint-order" in ok.stdout
+    np.testing.assert_array_equal(load_motion(tmp_path / "o.npz").joint_pos, clip.joint_pos)
+    (tmp_path / "junk.npz").write_bytes(b"\x00\xff" * 64)  # neither text nor an npz archive
+    junk = run(str(tmp_path / "junk.npz"), "--out", str(tmp_path / "j.npz"))
+    assert junk.returncode == 2
+    (line,) = junk.stderr.strip().splitlines()
+    assert line.startswith("error: motion file") and "junk.npz" in line and "expected a LAFAN1-style CSV" in line

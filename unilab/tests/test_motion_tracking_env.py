@@ -124,15 +124,38 @@ def test_adaptive_sampling_shifts_probability_to_failing_bins():
     assert int(p.argmax()) == sampler.bin_of(torch.tensor([200])).item() == 4
     assert p[4] > 0.5 and torch.all(p > 0)  # every bin keeps the uniform share
     gen = torch.Generator().manual_seed(0)
-    starts = sampler.sample(4000, gen)
+    clips, starts = sampler.sample(4000, gen)
+    assert torch.all(clips == 0)
     share = (sampler.bin_of(starts) == 4).float().mean()
     assert abs(share - p[4]) < 0.03
-    # the kernel also raises the bins before the failing one (start earlier, reach the hard part)
+    # the kernel also raises the bins before the failing one (start earlier, reach the hard part),
+    # with weights lambda^k by distance (BeyondMimic: the failing bin keeps the most)
     smooth = AdaptiveSampler(num_frames=301, num_bins=7, kernel_size=3, lam=0.8)
     smooth.record_failures(torch.tensor([200] * 50))
     smooth.step()
     q = smooth.probabilities
-    assert q[3] > q[5] and q[2] > q[6]
+    assert q[4] > q[3] > q[2] > q[1] and q[3] > q[5] and q[2] > q[6]
+    torch.testing.assert_close((q[3] - q[1]) / (q[4] - q[1]), torch.tensor(0.8))
+
+
+def test_adaptive_sampling_over_clips_keeps_failures_in_their_clip():
+    # clip 0: 301 frames in 7 bins, clip 1: 101 frames in 3 bins, twice the weight
+    sampler = AdaptiveSampler([301, 101], [7, 3], weights=[1.0, 2.0], kernel_size=3, lam=0.8)
+    q = sampler.probabilities
+    torch.testing.assert_close(q[:7], torch.full((7,), 1 / 13))  # uniform share x weight
+    torch.testing.assert_close(q[7:], torch.full((3,), 2 / 13))
+    torch.testing.assert_close(sampler.clip_probabilities(), torch.tensor([7 / 13, 6 / 13]))
+    for _ in range(300):  # failures at the start of clip 1 only
+        sampler.record_failures(torch.tensor([5, 5]), torch.tensor([1, 1]))
+        sampler.step()
+    p = sampler.probabilities
+    assert int(p.argmax()) == 7  # clip 1, bin 0
+    torch.testing.assert_close(p[:7], torch.full((7,), float(p[0])))  # no leak into clip 0's last bins
+    gen = torch.Generator().manual_seed(0)
+    clips, frames = sampler.sample(4000, gen)
+    assert torch.all(frames < torch.tensor([301, 101])[clips])
+    share = ((clips == 1) & (frames < 34)).float().mean()
+    assert abs(share - p[7]) < 0.03
 
 
 def test_failures_in_the_env_feed_the_sampler(env):

@@ -6,7 +6,7 @@
     unilab eval latest            # the task's evaluation suite: table, JSON, run_summary.json
     unilab plugins
     unilab config --algo sac --task g1_walk_flat --preset laptop   # every key, resolved, as YAML
-    unilab motion import clip.csv --out clip.npz     # LAFAN1-style CSV (30 fps) -> npz (50 fps)
+    unilab motion import clip.csv --out clip.npz     # CSV or npz of any known layout -> npz (50 fps)
     unilab motion inspect clip.npz
 
 Bad input (unknown name, key or value) prints one ``error:`` line and exits with code 2.
@@ -324,71 +324,9 @@ def plugins() -> None:
     report_failures()
 
 
-motion_app = typer.Typer(
-    no_args_is_help=True,
-    help="Motion clips for g1_motion_tracking: import a LAFAN1-style CSV, inspect an npz.",
-)
+from unilab.motion.cli import motion_app  # noqa: E402 - the `unilab motion` subcommands
+
 app.add_typer(motion_app, name="motion")
-
-
-@motion_app.command("import")
-def motion_import(
-    csv: str = typer.Argument(..., help="LAFAN1-style CSV: base pos, base quat xyzw, 29 joints; no header"),
-    out: str = typer.Option(..., "--out", "-o", help="npz to write"),
-    fps: float = typer.Option(30.0, "--fps", help="frame rate of the CSV"),
-    out_fps: float = typer.Option(50.0, "--out-fps", help="frame rate of the npz (the control rate)"),
-    robot_mjcf: Optional[str] = typer.Option(
-        None, "--robot-mjcf", help="G1 MJCF for forward kinematics (default: the built-in G1)"
-    ),
-) -> None:
-    """Convert a retargeted CSV into a motion npz: resample, then body poses and velocities by
-    forward kinematics on the G1. Exit 2 on a bad file."""
-    from unilab.motion import MotionFormatError, import_lafan_csv, validate_motion
-    from unilab.robots import g1
-
-    try:
-        clip = import_lafan_csv(csv, fps=fps, out_fps=out_fps, robot_mjcf=robot_mjcf)
-        validate_motion(clip, joint_names=g1.G1_JOINT_NAMES, joint_limits=g1.JOINT_RANGE)
-    except MotionFormatError as exc:
-        _fail(str(exc))
-    clip.save(out)
-    typer.echo(f"wrote {out}: {clip.num_frames} frames at {clip.fps:g} fps ({clip.duration_s:.2f} s), "
-               f"{len(clip.joint_names)} joints, {len(clip.body_names)} bodies")
-
-
-@motion_app.command("inspect")
-def motion_inspect(npz: str = typer.Argument(..., help="motion npz")) -> None:
-    """Print a clip's frame rate, length, joints, bodies and joint-limit violations.
-
-    Exit 2 when the file is not a valid clip for the G1 (missing keys, NaN, wrong joints, ...).
-    """
-    from unilab.motion import joint_limit_violations, load_motion
-    from unilab.motion.clip import MotionFormatError
-    from unilab.robots import g1
-
-    try:
-        clip = load_motion(npz, joint_names=g1.G1_JOINT_NAMES, joint_limits=None)
-    except MotionFormatError as exc:
-        _fail(str(exc))
-    typer.echo(f"file:     {npz}")
-    typer.echo(f"fps:      {clip.fps:g}")
-    typer.echo(f"frames:   {clip.num_frames}")
-    typer.echo(f"duration: {clip.duration_s:.2f} s")
-    typer.echo(f"joints:   {len(clip.joint_names)}: {', '.join(clip.joint_names)}")
-    typer.echo(f"bodies:   {len(clip.body_names)}: {', '.join(clip.body_names)}")
-    if "pelvis" in clip.body_names:
-        z = clip.body_pos_w[:, clip.body_names.index("pelvis"), 2]
-        typer.echo(f"pelvis z: {z.min():.3f} .. {z.max():.3f} m")
-    soft = g1.SOFT_JOINT_POS_LIMIT_FACTOR
-    hard = joint_limit_violations(clip, g1.JOINT_RANGE)
-    soft_limits = {j: (0.5 * (lo + hi) - 0.5 * (hi - lo) * soft, 0.5 * (lo + hi) + 0.5 * (hi - lo) * soft)
-                   for j, (lo, hi) in g1.JOINT_RANGE.items()}
-    soft_only = [v for v in joint_limit_violations(clip, soft_limits) if v[0] not in {h[0] for h in hard}]
-    typer.echo(f"joint range violations: {len(hard)} outside the hard limits, "
-               f"{len(soft_only)} more outside the soft limits ({soft:g} of the range)")
-    for label, rows in (("hard", hard), ("soft", soft_only)):
-        for name, qmin, qmax, lo, hi in rows:
-            typer.echo(f"  {label}: {name}: clip [{qmin:.3f}, {qmax:.3f}] rad, limits [{lo:.3f}, {hi:.3f}]")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -47,13 +47,13 @@ class ConfigError(ValueError):
         self.key = key
 
 
-def _absolute(value: str | None) -> str | None:
+def absolute_path(value: str | None) -> str | None:
     """An absolute, normalized path (``~`` expanded), so that a run's saved config names the same
     file from any working directory (``unilab play`` elsewhere); ``None`` and ``""`` unchanged."""
     return os.path.abspath(os.path.expanduser(value)) if value else value
 
 
-FilePath = Annotated[str, AfterValidator(_absolute)]
+FilePath = Annotated[str, AfterValidator(absolute_path)]
 """A file path setting (``robot.mjcf``, ``env.motion.file``): stored absolute, relative to the
 working directory of the command that set it."""
 

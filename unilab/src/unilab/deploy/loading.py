@@ -343,6 +343,9 @@ class Rollout:
             without a ``reward_manager``.
         terminations: term -> how many times it fired (a row can trip several terms in one step;
             time-out terms included). Empty for an env without a ``termination_manager``.
+        reference_qpos: (frames, nq) float64 world 0's reference state at the same frames as
+            ``qpos``, for an env with a command that has ``reference_qpos`` (motion tracking);
+            None otherwise.
     """
 
     observations: torch.Tensor
@@ -352,6 +355,7 @@ class Rollout:
     terminated: torch.Tensor
     reward_terms: dict[str, dict[str, float | None]] = field(default_factory=dict)
     terminations: dict[str, int] = field(default_factory=dict)
+    reference_qpos: torch.Tensor | None = None
 
 
 def rollout(env, policy: torch.nn.Module, steps: int, *, group: str = "actor", frame_stride: int = 0) -> Rollout:
@@ -396,6 +400,9 @@ def _rollout(env, policy: torch.nn.Module, steps: int, group: str, frame_stride:
     raw = torch.zeros(len(names), dtype=torch.float64)
     raw_count = torch.zeros(len(names), dtype=torch.float64)
     fired = torch.zeros(len(getattr(terms_mgr, "names", [])), dtype=torch.long)
+    reference = next((c for c in getattr(env, "commands", {}).values() if hasattr(c, "reference_qpos")), None)
+    world0 = torch.zeros(1, dtype=torch.long, device=env.device)
+    refs = []
     for t in range(steps):
         o = obs[group].to("cpu", torch.float32)
         seen.append(o.clone())
@@ -420,6 +427,8 @@ def _rollout(env, policy: torch.nn.Module, steps: int, group: str, frame_stride:
             ep_length[done] = 0
         if frame_stride and (t + 1) % frame_stride == 0:
             frames.append(env.backend.qpos[0].to("cpu", torch.float64).clone())
+            if reference is not None:
+                refs.append(reference.reference_qpos(world0)[0].to("cpu", torch.float64))
     running = ep_length > 0
     returns.append(ep_return[running])
     lengths.append(ep_length[running])
@@ -440,6 +449,7 @@ def _rollout(env, policy: torch.nn.Module, steps: int, group: str, frame_stride:
         terminated=torch.cat(terminated_eps),
         reward_terms=reward_terms,
         terminations={name: int(c) for name, c in zip(terms_mgr.names, fired)} if fired.numel() else {},
+        reference_qpos=torch.stack(refs) if refs else None,
     )
 
 

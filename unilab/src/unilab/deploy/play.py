@@ -206,8 +206,10 @@ def play(
         try:
             if mjcf is None:
                 raise VideoError(f"the {loaded.task!r} env has no cfg.mjcf to render")
+            ghost = None if rec.reference_qpos is None else rec.reference_qpos.numpy()  # tracking: the reference
             result.video = render_video(
-                mjcf, rec.qpos.numpy(), path, fps=1.0 / (step_dt * stride), width=width, height=height
+                mjcf, rec.qpos.numpy(), path, fps=1.0 / (step_dt * stride), width=width, height=height,
+                ghost_qpos=ghost,
             )
         except VideoError as exc:
             result.video_error = str(exc)

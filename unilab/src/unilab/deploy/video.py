@@ -14,6 +14,11 @@ on one core instead of about 200 ms).
 
 The mp4 is H.264 (yuv420p) written with PyAV (``av``); without PyAV, OpenCV's MPEG-4 Part 2
 (``mp4v``) encoder is used if ``cv2`` is importable.
+
+A tracking task's reference can be drawn as a translucent ghost beside the robot
+(``ghost_qpos``): a second ``MjData`` of the same model is put in the reference state and its
+geoms are appended to the frame's scene by MuJoCo's ``mjv_addGeoms`` (dynamic bodies only, so
+no second floor), recoloured with :data:`GHOST_RGBA` (:func:`add_ghost_geoms`).
 """
 
 from __future__ import annotations
@@ -40,6 +45,10 @@ _INSTALL_HINT = (
     "install OSMesa (Debian/Ubuntu: apt-get install libosmesa6) or run where a GPU driver "
     "provides EGL; or skip the video (unilab play --no-video; training.no_play=true)"
 )
+
+
+GHOST_RGBA: tuple[float, float, float, float] = (0.35, 0.95, 0.55, 0.35)
+"""Colour of the reference ghost: translucent green (alpha < 1 makes MuJoCo draw it transparent)."""
 
 
 class VideoError(RuntimeError):
@@ -159,6 +168,7 @@ def render_video(
     height: int = 480,
     camera: str = "tracking",
     timeout_s: float = 1800.0,
+    ghost_qpos: np.ndarray | None = None,
 ) -> VideoResult:
     """Render one frame per row of ``qpos`` and write them to an mp4.
 
@@ -171,6 +181,8 @@ def render_video(
         camera: model camera to render from; a model without it gets a camera tracking its root
             body.
         timeout_s: limit for the rendering child, s.
+        ghost_qpos: (T, nq) float qpos of a reference drawn as a translucent ghost in each frame
+            (:func:`add_ghost_geoms`), or None.
 
     Returns:
         The :class:`VideoResult`.
@@ -183,6 +195,10 @@ def render_video(
     qpos = np.asarray(qpos, dtype=np.float64)
     if qpos.ndim != 2 or qpos.shape[0] < 1:
         raise VideoError(f"qpos must be (T >= 1, nq), got shape {qpos.shape}")
+    if ghost_qpos is not None:
+        ghost_qpos = np.asarray(ghost_qpos, dtype=np.float64)
+        if ghost_qpos.shape != qpos.shape:
+            raise VideoError(f"ghost_qpos must have the shape of qpos {qpos.shape}, got {ghost_qpos.shape}")
     check_frame_size(width, height)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -191,7 +207,8 @@ def render_video(
     tried: list[str] = []
     with tempfile.TemporaryDirectory(prefix="unilab_video_") as tmp:
         job = Path(tmp) / "job.npz"
-        np.savez(job, mjcf=np.array(mjcf), qpos=qpos, meta=np.array(json.dumps(job_meta)))
+        ghost = {} if ghost_qpos is None else {"ghost_qpos": ghost_qpos}
+        np.savez(job, mjcf=np.array(mjcf), qpos=qpos, meta=np.array(json.dumps(job_meta)), **ghost)
         for gl in gl_candidates():
             missing = _missing_library(gl)
             if missing:
@@ -241,6 +258,34 @@ def _render_model(mjcf: str):
         sky.rgb2 = [0.10, 0.13, 0.18]
         sky.width = sky.height = 256
     return spec.compile()
+
+
+def add_ghost_geoms(scene, model, data, rgba: tuple[float, float, float, float] = GHOST_RGBA, option=None) -> int:
+    """Append the geoms of ``data``'s dynamic bodies to ``scene`` as a translucent ghost.
+
+    Uses MuJoCo's ``mjv_addGeoms`` (category ``mjCAT_DYNAMIC``: the robot, not the floor), then
+    sets each added geom's colour to ``rgba``. Needs no OpenGL context: ``scene`` is any
+    ``mujoco.MjvScene`` (e.g. ``mujoco.Renderer.scene`` after ``update_scene``).
+
+    Args:
+        scene: the frame's scene; geoms are added after its current ones.
+        model, data: the model and the ghost's state (forward kinematics done).
+        rgba: colour of the ghost; alpha < 1 draws it transparent.
+        option: ``mujoco.MjvOption`` (default: MuJoCo's defaults).
+
+    Returns:
+        The number of geoms added (fewer than the ghost has when ``scene.maxgeom`` is reached).
+    """
+    import mujoco
+
+    before = scene.ngeom
+    mujoco.mjv_addGeoms(model, data, option or mujoco.MjvOption(), mujoco.MjvPerturb(),
+                        mujoco.mjtCatBit.mjCAT_DYNAMIC, scene)  # fmt: skip
+    for i in range(before, scene.ngeom):
+        geom = scene.geoms[i]
+        geom.rgba[:] = rgba
+        geom.transparent = rgba[3] < 1.0  # drawn in the transparent pass, after the opaque geoms
+    return scene.ngeom - before
 
 
 class _Mp4Writer:
@@ -331,12 +376,18 @@ def _child(job_path: str) -> int:
         gl_renderer = _gl_renderer_string()
         camera = _camera(model, meta["camera"])
         data = mujoco.MjData(model)
+        ghost = job["ghost_qpos"] if "ghost_qpos" in job.files else None
+        ghost_data = mujoco.MjData(model) if ghost is not None else None
         writer = _Mp4Writer(str(tmp), width, height, fps)
         try:
-            for row in qpos:
+            for i, row in enumerate(qpos):
                 data.qpos[:] = row
                 mujoco.mj_forward(model, data)
                 renderer.update_scene(data, camera=camera)
+                if ghost is not None:
+                    ghost_data.qpos[:] = ghost[i]
+                    mujoco.mj_kinematics(model, ghost_data)
+                    add_ghost_geoms(renderer.scene, model, ghost_data)
                 writer.write(renderer.render())
         finally:
             writer.close()

@@ -7,22 +7,33 @@ and its recommendation for g1_motion_tracking.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from unilab.config import MAX_PUSH_ANG_VEL, MAX_PUSH_LIN_VEL, FilePath
+from unilab.config import MAX_PUSH_ANG_VEL, MAX_PUSH_LIN_VEL, absolute_path
+
+SHIPPED = "shipped"
+"""``env.motion.file`` value that names every clip shipped with the task."""
+
+MotionPath = Annotated[str, AfterValidator(lambda v: v if v == SHIPPED else absolute_path(v))]
+"""``env.motion.file``: stored absolute (a relative path is taken from the working directory of the
+command that set it), except the name :data:`SHIPPED`."""
 
 
 class MotionConfig(BaseModel):
-    """The reference clip and how start times are drawn."""
+    """The reference clips and how starts (clip, time) are drawn."""
 
     model_config = ConfigDict(extra="forbid")
-    file: FilePath | None = Field(
-        None, description="motion npz (unilab motion import), stored absolute; default: the clip shipped with the task"
+    file: MotionPath | None = Field(
+        None,
+        description="motion npz (unilab motion import), a folder of npz, a manifest (.yaml/.json: clips "
+        "with optional weights), or 'shipped' (every clip shipped with the task); stored absolute; default: "
+        "the task's default clip",
     )
     sampling: Literal["adaptive", "uniform", "start"] = Field(
-        "adaptive", description="start times: adaptive (failure-weighted bins), uniform, or frame 0"
+        "adaptive", description="starts (clip, time): adaptive (failure-weighted bins over all clips), "
+        "uniform, or frame 0 (clips in turn)",
     )
     adaptive_alpha: float = Field(0.001, gt=0.0, le=1.0, description="EMA rate of the per-bin failure counts")
     adaptive_uniform_ratio: float = Field(0.1, ge=0.0, description="uniform share added to the failure counts")

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Sequence
 
+import numpy as np
 import torch
 
-from unilab.motion import MotionClip
+from unilab.motion.clip import MotionClip
+from unilab.motion.library import ClipInfo
 from unilab.utils.math import (
     quat_conjugate,
     quat_from_euler_xyz,
@@ -25,46 +28,83 @@ from unilab.utils.math import (
 
 # ============================================================================ adaptive sampling
 class AdaptiveSampler:
-    """Failure-weighted start-time bins (BeyondMimic "adaptive sampling", tasks.md section 3).
+    """Failure-weighted start times over one or several clips: BeyondMimic's "adaptive sampling"
+    (``whole_body_tracking`` ``tasks/tracking/mdp/commands.py`` @cd65172, ``_adaptive_sampling``
+    and the EMA in ``_update_command``; tasks.md section 3), with the bins of every clip in one
+    distribution.
 
-    The clip is cut into ``num_bins`` bins of about one second (``frames // control_rate + 1``).
-    An episode that *terminates* (not times out) counts one failure in the bin of the frame where
-    it failed; the per-bin counts are an EMA with rate ``alpha``, updated every env step. Start
-    bins are drawn from ``p ∝ smooth(counts + uniform_ratio / num_bins)``, where ``smooth`` adds
-    each bin's later neighbours with weights ``lambda^k`` (k < kernel_size, so a failure also
-    raises the bins before it), then a uniform frame within the bin.
+    Clip c is cut into ``num_bins[c]`` bins of about one second (``frames // control_rate + 1``).
+    An episode that *terminates* (not times out) counts one failure in the bin of its clip and
+    frame; the per-bin counts are an EMA with rate ``alpha``, updated every env step. Start bins
+    are drawn from ``p ∝ smooth(counts + uniform_ratio · q)``, where ``q`` spreads one unit over
+    all bins in proportion to their clip's weight (``q_b = w_c / Σ_b' w_c(b')``; for one clip
+    ``1 / num_bins``, as BeyondMimic), and ``smooth`` gives each bin its own value plus its
+    clip's next ``kernel_size - 1`` bins with weights ``lambda^k`` (normalized; past a clip's end
+    its last bin repeats, BeyondMimic's replicate padding), so a failure also raises the bins
+    before it. Then a uniform frame within the bin: ``(bin + U(0, 1)) / num_bins · (T - 1)``.
+
+    Args:
+        num_frames: frames per clip (an int for one clip).
+        num_bins: bins per clip (an int for one clip).
+        weights: per-clip weights > 0 (default 1 each).
+        alpha, uniform_ratio, kernel_size, lam: as above.
 
     Attributes:
-        failed_count: (num_bins,) EMA of failures per bin.
-        probabilities: (num_bins,) the current sampling distribution.
+        failed_count: (num_bins_total,) EMA of failures per bin, clips one after the other.
+        bin_offset: (C,) int64 first bin of each clip.
+        probabilities: (num_bins_total,) the current sampling distribution.
     """
 
     def __init__(
         self,
-        num_frames: int,
-        num_bins: int,
+        num_frames: int | Sequence[int],
+        num_bins: int | Sequence[int],
         *,
+        weights: Sequence[float] | None = None,
         alpha: float = 0.001,
         uniform_ratio: float = 0.1,
         kernel_size: int = 1,
         lam: float = 0.8,
         device: torch.device | str = "cpu",
     ) -> None:
-        self.num_frames, self.num_bins = num_frames, max(int(num_bins), 1)
+        frames = [int(num_frames)] if isinstance(num_frames, int) else [int(f) for f in num_frames]
+        bins = [int(num_bins)] if isinstance(num_bins, int) else [int(b) for b in num_bins]
+        if len(frames) != len(bins) or not frames:
+            raise ValueError(f"one bin count per clip: {len(frames)} clips, {len(bins)} bin counts")
+        w = [1.0] * len(frames) if weights is None else [float(x) for x in weights]
+        if len(w) != len(frames) or min(w) <= 0.0:
+            raise ValueError(f"expected one weight > 0 per clip, got {w}")
+        self.num_clips = len(frames)
         self.alpha, self.uniform_ratio = alpha, uniform_ratio
-        self.kernel = torch.tensor([lam**i for i in range(kernel_size)], device=device)
-        self.kernel /= self.kernel.sum()
+        self.frames = torch.tensor(frames, dtype=torch.long, device=device)
+        self.bins = torch.tensor([max(b, 1) for b in bins], dtype=torch.long, device=device)
+        self.bin_offset = torch.cumsum(self.bins, 0) - self.bins
+        self.num_bins = int(self.bins.sum())
+        clip_of_bin = torch.repeat_interleave(torch.arange(self.num_clips, device=device), self.bins)
+        self.clip_of_bin = clip_of_bin
+        share = torch.tensor(w, device=device)[clip_of_bin]
+        self.uniform = share / share.sum()
+        # smoothing matrix: row i = bin i's own count plus its clip's next bins, lambda^k
+        kernel = torch.tensor([lam**k for k in range(kernel_size)], device=device)
+        kernel /= kernel.sum()
+        last = (self.bin_offset + self.bins - 1)[clip_of_bin]
+        self.smooth = torch.zeros(self.num_bins, self.num_bins, device=device)
+        rows = torch.arange(self.num_bins, device=device)
+        for k in range(kernel_size):
+            self.smooth.index_put_((rows, torch.minimum(rows + k, last)), kernel[k].expand(self.num_bins), accumulate=True)
         self.failed_count = torch.zeros(self.num_bins, device=device)
         self._current_failed = torch.zeros(self.num_bins, device=device)
 
-    def bin_of(self, frames: torch.Tensor) -> torch.Tensor:
-        """(k,) bin index of each frame."""
-        return torch.clamp((frames * self.num_bins) // max(self.num_frames, 1), 0, self.num_bins - 1)
+    def bin_of(self, frames: torch.Tensor, clips: torch.Tensor | None = None) -> torch.Tensor:
+        """(k,) global bin index of each (clip, frame); ``clips`` None: clip 0."""
+        clips = torch.zeros_like(frames) if clips is None else clips
+        local = (frames * self.bins[clips]) // self.frames[clips].clamp(min=1)
+        return self.bin_offset[clips] + torch.minimum(local.clamp(min=0), self.bins[clips] - 1)
 
-    def record_failures(self, frames: torch.Tensor) -> None:
-        """Count one failure at each of ``frames`` (frames where episodes terminated)."""
+    def record_failures(self, frames: torch.Tensor, clips: torch.Tensor | None = None) -> None:
+        """Count one failure at each (clip, frame) where an episode terminated."""
         if len(frames):
-            self._current_failed += torch.bincount(self.bin_of(frames), minlength=self.num_bins).float()
+            self._current_failed += torch.bincount(self.bin_of(frames, clips), minlength=self.num_bins).float()
 
     def step(self) -> None:
         """Fold this step's failures into the EMA (called once per env step)."""
@@ -73,26 +113,32 @@ class AdaptiveSampler:
 
     @property
     def probabilities(self) -> torch.Tensor:
-        p = self.failed_count + self.uniform_ratio / self.num_bins
-        k = len(self.kernel)
-        if k > 1:  # bin i also gets the failures of bins i+1 .. i+k-1
-            padded = torch.nn.functional.pad(p[None, None], (0, k - 1), mode="replicate")
-            p = torch.nn.functional.conv1d(padded, self.kernel.flip(0)[None, None]).flatten()
+        p = self.smooth @ (self.failed_count + self.uniform_ratio * self.uniform)
         return p / p.sum()
 
-    def sample(self, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
-        """(n,) int64 start frames: a bin from :attr:`probabilities`, then uniform inside it."""
+    def clip_probabilities(self) -> torch.Tensor:
+        """(C,) probability that a start falls in each clip."""
+        return torch.zeros(self.num_clips, device=self.failed_count.device).index_add_(
+            0, self.clip_of_bin, self.probabilities
+        )
+
+    def sample(self, n: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(clips (n,), frames (n,)) int64 starts: a bin from :attr:`probabilities`, then a
+        uniform frame inside it."""
         bins = torch.multinomial(self.probabilities, n, replacement=True, generator=generator)
+        clips = self.clip_of_bin[bins]
         u = torch.rand(n, device=bins.device, generator=generator)
-        frames = (bins.float() + u) / self.num_bins * (self.num_frames - 1)
-        return frames.long().clamp(0, self.num_frames - 1)
+        local = (bins - self.bin_offset[clips]).float()
+        frames = ((local + u) / self.bins[clips].float() * (self.frames[clips] - 1).float()).long()
+        return clips, torch.minimum(frames.clamp(min=0), self.frames[clips] - 1)
 
     def metrics(self) -> dict[str, float]:
-        """Normalized entropy of the distribution (1 = uniform) and its largest bin's probability."""
+        """Normalized entropy of the distribution (1 = uniform), its largest bin's probability and
+        position (global bin / number of bins)."""
         p = self.probabilities
         entropy = -(p * torch.log(p.clamp(min=1e-12))).sum() / math.log(max(self.num_bins, 2))
         top, idx = p.max(dim=0)
-        return {"sampling_entropy": float(entropy), "sampling_top1_prob": float(top),
+        return {"sampling_entropy": min(float(entropy), 1.0), "sampling_top1_prob": float(top),
                 "sampling_top1_bin": float(idx) / self.num_bins}  # fmt: skip
 
 
@@ -113,23 +159,40 @@ class ResetNoise:
 
 
 class MotionCommand:
-    """Reference frame per env from a clip, advanced one frame per env step.
+    """Reference frame per env from a library of clips, advanced one frame per env step.
 
-    The clip's joints are in the env's action order and its bodies in the backend's tracked-body
-    order (the task selects them by name), and its frame rate equals the control rate.
+    Each row plays one clip at a time: ``clip_index`` says which, ``time_steps`` the frame within
+    it. The clips' joints are in the env's action order and their bodies in the backend's
+    tracked-body order (the task selects them by name), and every clip's frame rate equals the
+    control rate. The arrays of all clips are stored one after the other.
+
+    The clip list, for consumers such as an evaluation that plays every clip (:attr:`clips`,
+    :meth:`pin`, :meth:`unpin`, :meth:`start_at`)::
+
+        cmd = env.commands["motion"]
+        for clip in cmd.clips:                       # ClipInfo: index, name, num_frames, fps, ...
+            cmd.pin(torch.arange(env.num_envs), clip.index, frame=0)
+            obs = env.reset()                        # every row starts clip.index at frame 0
+            ...                                      # rows that end restart the pinned clip
+        cmd.unpin(torch.arange(env.num_envs))
 
     Args:
         env: the env.
-        clip: the selected clip.
+        clips: the selected clips (a single :class:`MotionClip` is a library of one).
         anchor_body: name of the anchor body (``torso_link``).
-        sampling: ``adaptive``, ``uniform`` or ``start`` (always frame 0).
+        infos: one :class:`~unilab.motion.library.ClipInfo` per clip (default: named
+            ``clip0``, ``clip1``, ..., weight 1).
+        sampling: ``adaptive``, ``uniform`` (a clip by weight, then a uniform frame) or ``start``
+            (frame 0; row r's k-th episode plays clip ``(r + k · num_envs) mod C``, so a long
+            play visits every clip).
         noise: RSI noise.
         soft_joint_limits: (J, 2) joint positions are clipped to these after the noise.
         sampler_kwargs: :class:`AdaptiveSampler` settings.
 
     Attributes:
         command: (N, 2J) reference joint positions and velocities at the current frame.
-        time_steps: (N,) int64 current frame of each env.
+        clip_index: (N,) int64 clip of each row.
+        time_steps: (N,) int64 current frame of each row, within its clip.
         body_pos_w, body_quat_w, body_lin_vel_w, body_ang_vel_w: (N, B, ·) reference bodies.
         anchor_pos_w, anchor_quat_w: (N, 3), (N, 4) reference anchor.
         body_pos_relative_w, body_quat_relative_w: (N, B, ·) reference bodies moved onto the
@@ -140,31 +203,102 @@ class MotionCommand:
     def __init__(
         self,
         env,
-        clip: MotionClip,
+        clips: MotionClip | Sequence[MotionClip],
         anchor_body: str,
         *,
+        infos: Sequence[ClipInfo] | None = None,
         sampling: str = "adaptive",
         noise: ResetNoise | None = None,
         soft_joint_limits: torch.Tensor | None = None,
         sampler_kwargs: dict | None = None,
     ) -> None:
         self.env, dev = env, env.device
+        clips = [clips] if isinstance(clips, MotionClip) else list(clips)
+        if not clips:
+            raise ValueError("the motion command needs at least one clip")
+        body_names = clips[0].body_names
+        for clip in clips[1:]:
+            if clip.body_names != body_names or clip.joint_names != clips[0].joint_names:
+                raise ValueError("every clip must be selected to the same joints and bodies")
+        if infos is None:
+            infos = [ClipInfo(i, f"clip{i}", c.num_frames, c.fps, 1.0, c.source or "") for i, c in enumerate(clips)]
+        if len(infos) != len(clips):
+            raise ValueError(f"{len(infos)} clip infos for {len(clips)} clips")
+        self._clips = tuple(infos)
         self.sampling = sampling
         self.noise = noise or ResetNoise()
         self.soft_joint_limits = None if soft_joint_limits is None else soft_joint_limits.to(dev)
-        as_t = lambda a: torch.as_tensor(a, dtype=torch.float32, device=dev)  # noqa: E731
-        self.joint_pos_ref, self.joint_vel_ref = as_t(clip.joint_pos), as_t(clip.joint_vel)
-        self.body_pos_ref, self.body_quat_ref = as_t(clip.body_pos_w), as_t(clip.body_quat_w)
-        self.body_lin_vel_ref, self.body_ang_vel_ref = as_t(clip.body_lin_vel_w), as_t(clip.body_ang_vel_w)
-        self.num_frames = clip.num_frames
-        self.body_names = clip.body_names
-        self.anchor_index = clip.body_names.index(anchor_body)
+
+        def cat(key: str) -> torch.Tensor:
+            return torch.as_tensor(np.concatenate([getattr(c, key) for c in clips]), dtype=torch.float32, device=dev)
+
+        self.joint_pos_ref, self.joint_vel_ref = cat("joint_pos"), cat("joint_vel")
+        self.body_pos_ref, self.body_quat_ref = cat("body_pos_w"), cat("body_quat_w")
+        self.body_lin_vel_ref, self.body_ang_vel_ref = cat("body_lin_vel_w"), cat("body_ang_vel_w")
+        self.clip_frames = torch.tensor([c.num_frames for c in clips], dtype=torch.long, device=dev)
+        self.clip_offset = torch.cumsum(self.clip_frames, 0) - self.clip_frames
+        self.body_names = body_names
+        self.anchor_index = body_names.index(anchor_body)
         self.root_index = 0  # the first tracked body is the floating base (pelvis)
         control_rate = 1.0 / env.step_dt
         self.sampler = AdaptiveSampler(
-            self.num_frames, int(self.num_frames // control_rate) + 1, device=dev, **(sampler_kwargs or {})
-        )
-        self.time_steps = torch.zeros(env.num_envs, dtype=torch.long, device=dev)
+            [c.num_frames for c in clips], [int(c.num_frames // control_rate) + 1 for c in clips],
+            weights=[i.weight for i in infos], device=dev, **(sampler_kwargs or {}),
+        )  # fmt: skip
+        n = env.num_envs
+        self.clip_index = torch.zeros(n, dtype=torch.long, device=dev)
+        self.time_steps = torch.zeros(n, dtype=torch.long, device=dev)
+        self._pinned_clip = torch.full((n,), -1, dtype=torch.long, device=dev)
+        self._pinned_frame = torch.zeros(n, dtype=torch.long, device=dev)
+        self._episodes = torch.zeros(n, dtype=torch.long, device=dev)  # per-row resets ("start" mode)
+        self._refresh()
+
+    # ------------------------------------------------------------------ the clip list
+    @property
+    def clips(self) -> tuple[ClipInfo, ...]:
+        """The library's clips, in order: ``index``, ``name``, ``num_frames``, ``fps``,
+        ``weight``, ``source``, ``duration_s``."""
+        return self._clips
+
+    @property
+    def num_frames(self) -> int:
+        """Frames of all clips together (the clip's frames when there is one)."""
+        return int(self.clip_frames.sum())
+
+    def _check_start(self, clip: int, frame: int) -> None:
+        if not 0 <= int(clip) < len(self._clips):
+            raise ValueError(f"clip index {clip} outside [0, {len(self._clips) - 1}]")
+        if not 0 <= int(frame) < self._clips[int(clip)].num_frames:
+            raise ValueError(f"frame {frame} outside clip {self._clips[int(clip)].name!r} "
+                             f"({self._clips[int(clip)].num_frames} frames)")
+
+    def pin(self, env_ids: torch.Tensor, clip: int, frame: int = 0) -> None:
+        """Make every later reset of rows ``env_ids`` start clip ``clip`` at ``frame`` (with
+        the configured RSI noise), whatever ``sampling`` says, until :meth:`unpin`.
+
+        Raises:
+            ValueError: a clip index or frame outside the library.
+        """
+        self._check_start(clip, frame)
+        self._pinned_clip[env_ids] = int(clip)
+        self._pinned_frame[env_ids] = int(frame)
+
+    def unpin(self, env_ids: torch.Tensor) -> None:
+        """Give rows ``env_ids`` back to the sampling mode."""
+        self._pinned_clip[env_ids] = -1
+
+    def start_at(self, env_ids: torch.Tensor, clip: int, frame: int = 0) -> None:
+        """Put rows ``env_ids`` at (``clip``, ``frame``) now: reference state (plus the RSI noise)
+        written to the backend. The env's observations are not recomputed; to start episodes
+        there, :meth:`pin` and reset the env instead.
+
+        Raises:
+            ValueError: a clip index or frame outside the library.
+        """
+        self._check_start(clip, frame)
+        self.clip_index[env_ids] = int(clip)
+        self.time_steps[env_ids] = int(frame)
+        self.write_reference_state(env_ids)
         self._refresh()
 
     # ------------------------------------------------------------------ reference at time_steps
@@ -172,8 +306,13 @@ class MotionCommand:
     def command(self) -> torch.Tensor:
         return torch.cat((self.joint_pos, self.joint_vel), dim=1)
 
+    @property
+    def frame_index(self) -> torch.Tensor:
+        """(N,) int64 row of each env's current frame in the stored (concatenated) arrays."""
+        return self.clip_offset[self.clip_index] + self.time_steps
+
     def _refresh(self) -> None:
-        t = self.time_steps
+        t = self.frame_index
         self.joint_pos, self.joint_vel = self.joint_pos_ref[t], self.joint_vel_ref[t]
         self.body_pos_w, self.body_quat_w = self.body_pos_ref[t], self.body_quat_ref[t]
         self.body_lin_vel_w, self.body_ang_vel_w = self.body_lin_vel_ref[t], self.body_ang_vel_ref[t]
@@ -194,33 +333,57 @@ class MotionCommand:
 
     @property
     def clip_ended(self) -> torch.Tensor:
-        """(N,) bool rows at the clip's last frame."""
-        return self.time_steps >= self.num_frames - 1
+        """(N,) bool rows at their clip's last frame."""
+        return self.time_steps >= self.clip_frames[self.clip_index] - 1
+
+    def reference_qpos(self, env_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """(n, nq) float32 the robot's qpos in the reference state of rows ``env_ids`` (default
+        all) at their current frame, without RSI noise: root from the root body, joints by name;
+        e.g. to draw the reference beside the robot."""
+        env = self.env
+        ids = torch.arange(env.num_envs, device=env.device) if env_ids is None else env_ids
+        t = self.frame_index[ids]
+        meta = env.robot.meta
+        qpos = meta.default_qpos.to(env.device, torch.float32).repeat(len(ids), 1)
+        qpos[:, 0:3] = self.body_pos_ref[t, self.root_index]
+        qpos[:, 3:7] = self.body_quat_ref[t, self.root_index]
+        qpos[:, meta.qpos_adr.to(env.device)] = self.joint_pos_ref[t]
+        return qpos
 
     # ------------------------------------------------------------------ env hooks
     def update(self, dt: float) -> None:
-        """Advance every row one frame (held at the last frame; the ``motion_end`` termination
-        ends the episode there) and fold the step's failures into the sampler."""
-        self.time_steps = torch.clamp(self.time_steps + 1, max=self.num_frames - 1)
+        """Advance every row one frame (held at its clip's last frame; the ``motion_end``
+        termination ends the episode there) and fold the step's failures into the sampler."""
+        self.time_steps = torch.minimum(self.time_steps + 1, self.clip_frames[self.clip_index] - 1)
         self.sampler.step()
         self._refresh()
 
     def reset(self, env_ids: torch.Tensor) -> None:
-        """Record where ended episodes failed, draw start frames and put the robot there (RSI)."""
+        """Record where ended episodes failed, draw starts (clip, frame) and put the robot there
+        (RSI)."""
         if len(env_ids) == 0:
             return
         tm = getattr(self.env, "termination_manager", None)
         if tm is not None:
             failed = tm.terminated[env_ids]
-            self.sampler.record_failures(self.time_steps[env_ids][failed])
-        n = len(env_ids)
+            self.sampler.record_failures(self.time_steps[env_ids][failed], self.clip_index[env_ids][failed])
+        n, dev = len(env_ids), self.env.device
         gen = self.env.generator
         if self.sampling == "adaptive":
-            start = self.sampler.sample(n, gen)
+            clips, start = self.sampler.sample(n, gen)
         elif self.sampling == "uniform":
-            start = torch.randint(0, self.num_frames, (n,), device=self.env.device, generator=gen)
+            weights = torch.tensor([c.weight for c in self._clips], device=dev)
+            clips = torch.multinomial(weights, n, replacement=True, generator=gen)
+            u = torch.rand(n, device=dev, generator=gen)
+            start = torch.minimum((u * self.clip_frames[clips].float()).long(), self.clip_frames[clips] - 1)
         else:
-            start = torch.zeros(n, dtype=torch.long, device=self.env.device)
+            clips = (env_ids + self._episodes[env_ids] * self.env.num_envs) % len(self._clips)
+            start = torch.zeros(n, dtype=torch.long, device=dev)
+        pinned = self._pinned_clip[env_ids] >= 0
+        clips = torch.where(pinned, self._pinned_clip[env_ids], clips)
+        start = torch.where(pinned, self._pinned_frame[env_ids], start)
+        self._episodes[env_ids] += 1
+        self.clip_index[env_ids] = clips
         self.time_steps[env_ids] = start
         self.write_reference_state(env_ids)
         self._refresh()
@@ -252,7 +415,7 @@ class MotionCommand:
     def write_reference_state(self, env_ids: torch.Tensor) -> None:
         """Set rows ``env_ids`` to the reference state at their frame, plus the RSI noise, through
         the backend's reset (keyframe, then qpos/qvel, then forward kinematics)."""
-        env, nz, t = self.env, self.noise, self.time_steps[env_ids]
+        env, nz, t = self.env, self.noise, self.frame_index[env_ids]
         n, dev = len(env_ids), env.device
 
         def u(scale: float, *shape: int) -> torch.Tensor:

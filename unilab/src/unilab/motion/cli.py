@@ -1,0 +1,148 @@
+"""``unilab motion``: import a clip from the layouts users bring, inspect it on the simulated G1,
+record one from a walking policy. Added to the ``unilab`` command by :mod:`unilab.cli`.
+
+    unilab motion import dance.csv --out dance.npz
+    unilab motion import clip.npz --out ours.npz --joint-order isaaclab
+    unilab motion inspect dance.npz --json
+    unilab motion record logs/sac/g1_walk_flat/RUN --commands walk.yaml --out walk.npz
+
+Bad input prints one ``error:`` line and exits with code 2.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+motion_app = typer.Typer(
+    no_args_is_help=True,
+    help="Motion clips for g1_motion_tracking: import, inspect, record.",
+)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+@motion_app.command("import")
+def motion_import(
+    source: str = typer.Argument(
+        ..., help="LAFAN1-style CSV, npz with the root pose in joint_pos, or BeyondMimic-style npz"
+    ),
+    out: str = typer.Option(..., "--out", "-o", help="npz to write"),
+    fps: Optional[float] = typer.Option(None, "--fps", help="frame rate of the source (default: the npz's fps; CSV 30)"),
+    out_fps: float = typer.Option(50.0, "--out-fps", help="frame rate of the npz (the control rate)"),
+    joint_order: Optional[str] = typer.Option(
+        None, "--joint-order",
+        help="joint order of a file without joint_names: unitree, isaaclab, NAME,NAME,... or @FILE",
+    ),
+    z_offset: float = typer.Option(0.0, "--z-offset", help="added to the root height, m"),
+    frames: Optional[str] = typer.Option(None, "--frames", help="START:END output frames to keep"),
+    robot_mjcf: Optional[str] = typer.Option(
+        None, "--robot-mjcf", help="G1 MJCF for forward kinematics (default: the built-in G1)"
+    ),
+) -> None:
+    """Convert a clip into a motion npz: detect its layout, match joints by name, resample, then
+    body poses and velocities by forward kinematics on the G1. Exit 2 on a bad file."""
+    from unilab.motion import MotionFormatError, validate_motion
+    from unilab.motion.importers import import_motion
+    from unilab.motion.inspect import inspect_motion
+    from unilab.robots import g1
+
+    try:
+        result = import_motion(source, fps=fps, out_fps=out_fps, joint_order=joint_order,
+                               robot_mjcf=robot_mjcf, z_offset=z_offset, frames=frames)
+        clip = result.clip
+        validate_motion(clip, joint_names=g1.G1_JOINT_NAMES, joint_limits=g1.JOINT_RANGE)
+    except MotionFormatError as exc:
+        _fail(str(exc))
+    typer.echo(f"read {source}: {result.layout}, {result.source_frames} frames at {result.source_fps:g} fps, "
+               f"joint order from {result.joint_order}")
+    for note in result.notes:
+        typer.echo(f"  note: {note}")
+    if result.body_deviation_m is not None:
+        typer.echo(f"  stored body positions differ from forward kinematics on the G1 by up to "
+                   f"{result.body_deviation_m * 1e3:.1f} mm ({result.body_deviation_body}); bodies recomputed")
+    clip.save(out)
+    typer.echo(f"wrote {out}: {clip.num_frames} frames at {clip.fps:g} fps ({clip.duration_s:.2f} s), "
+               f"{len(clip.joint_names)} joints, {len(clip.body_names)} bodies")
+    report = inspect_motion(clip, robot_mjcf=robot_mjcf)
+    for warning in report.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    if report.warnings:
+        typer.echo(f"details: unilab motion inspect {out}", err=True)
+
+
+@motion_app.command("inspect")
+def motion_inspect(
+    path: str = typer.Argument(..., help="motion npz, or any file `unilab motion import` reads"),
+    as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+    fps: Optional[float] = typer.Option(None, "--fps", help="frame rate of a source file (as for import)"),
+    joint_order: Optional[str] = typer.Option(None, "--joint-order", help="as for import"),
+    robot_mjcf: Optional[str] = typer.Option(
+        None, "--robot-mjcf", help="G1 MJCF to check on (default: the built-in G1)"
+    ),
+) -> None:
+    """Check a clip on the simulated G1: floor penetration and floating, self-collision on the
+    collision model, joint and root speeds, joint limits; warnings say what to do.
+
+    A file that is not a complete clip npz is inspected as `unilab motion import` would write it.
+    Exit 2 when the file cannot be read as a clip for the G1.
+    """
+    import json
+
+    from unilab.motion.clip import MotionFormatError
+    from unilab.motion.inspect import inspect_motion, load_for_inspection
+
+    try:
+        clip, layout = load_for_inspection(path, fps=fps, joint_order=joint_order, robot_mjcf=robot_mjcf)
+        report = inspect_motion(clip, robot_mjcf=robot_mjcf, layout=layout)
+    except MotionFormatError as exc:
+        _fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+        return
+    for line in report.lines():
+        typer.echo(line)
+
+
+@motion_app.command("record", context_settings={"allow_extra_args": False})
+def motion_record(
+    run: str = typer.Argument(..., help="run directory of a walking policy (g1_walk_flat), or 'latest'"),
+    commands: str = typer.Option(
+        ..., "--commands", help="command script: YAML/JSON segments {duration, vx, vy, yaw_rate} or CSV rows"
+    ),
+    out: str = typer.Option(..., "--out", "-o", help="npz to write"),
+    checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="checkpoint in the run (default: model_last.pt)"),
+    settle: float = typer.Option(1.0, "--settle", help="s of standing after the reset before recording starts"),
+    log_dir: str = typer.Option("logs", "--log-dir", help="where 'latest' looks"),
+    overrides: Optional[List[str]] = typer.Argument(None, help="key.sub=value over the run's config and play settings"),
+) -> None:
+    """Record a clip from a walking policy driven by a scripted velocity command.
+
+    The deterministic policy walks one world with the task's play settings; each segment's
+    command is held for its duration; qpos at the control rate becomes a clip (forward
+    kinematics on the G1). Exit 2 on bad input, 1 when the policy falls (nothing written).
+    """
+    from unilab.motion.clip import MotionFormatError
+    from unilab.motion.inspect import inspect_motion
+    from unilab.motion.record import RecordError, read_command_script, record
+    from unilab.train import UserError
+
+    try:
+        segments = read_command_script(commands)
+        rec = record(run, segments, checkpoint=checkpoint, log_dir=log_dir, overrides=overrides or [],
+                     settle_s=settle)
+    except (MotionFormatError, UserError) as exc:
+        _fail(str(exc))
+    except RecordError as exc:
+        _fail(str(exc), 1)
+    rec.save(out)
+    clip = rec.clip
+    typer.echo(f"recorded {rec.run_dir / rec.checkpoint.name}: {len(segments)} segments")
+    typer.echo(f"wrote {out}: {clip.num_frames} frames at {clip.fps:g} fps ({clip.duration_s:.2f} s), "
+               f"{len(clip.joint_names)} joints, {len(clip.body_names)} bodies")
+    for warning in inspect_motion(clip).warnings:
+        typer.echo(f"warning: {warning}", err=True)

@@ -1,0 +1,167 @@
+"""Several clips, one policy: env.motion.file as an npz, a folder or a manifest; the motion
+command's clip list, pinned starts, per-clip ends; a 2-clip training run on the CPU."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from unilab.motion import MotionFormatError, load_motion
+from unilab.motion.library import load_motion_library
+from unilab.tasks.g1_motion_tracking import DEFAULT_MOTION, G1MotionTrackingConfig, make_env
+from unisim.backends.mujoco import MujocoBackend
+
+UNILAB = str(Path(sys.executable).parent / "unilab")
+EXACT = {"observation_noise": False, "reset_noise": {"enabled": False}, "push": {"enabled": False},
+         "domain_randomization": {"enabled": False}}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def clip_dir(tmp_path_factory) -> Path:
+    """Two clips: the shipped one (301 frames) and its frames 100-200 as 'middle' (101 frames)."""
+    folder = tmp_path_factory.mktemp("clips")
+    clip = load_motion(DEFAULT_MOTION)
+    clip.save(folder / "full.npz")
+    keys = ("joint_pos", "joint_vel", "body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w")
+    replace(clip, **{k: getattr(clip, k)[100:201] for k in keys}).save(folder / "middle.npz")
+    return folder
+
+
+def test_folder_and_manifests_give_the_same_clips(clip_dir, tmp_path):
+    lib = load_motion_library(clip_dir)
+    assert [(i.index, i.name, i.num_frames, i.weight) for i in lib.infos] == [(0, "full", 301, 1.0), (1, "middle", 101, 1.0)]
+    assert lib.infos[1].duration_s == 2.0
+    (tmp_path / "set.yaml").write_text(
+        f"clips:\n  - file: {clip_dir / 'middle.npz'}\n    weight: 3\n    name: mid\n  - {clip_dir / 'full.npz'}\n"
+    )
+    lib = load_motion_library(tmp_path / "set.yaml")
+    assert [(i.name, i.num_frames, i.weight) for i in lib.infos] == [("mid", 101, 3.0), ("full", 301, 1.0)]
+    np.testing.assert_array_equal(lib.clips[0].joint_pos, load_motion(clip_dir / "middle.npz").joint_pos)
+    (clip_dir / "set.json").write_text(json.dumps({"clips": [{"file": "full.npz"}]}))  # relative to the manifest
+    assert [i.name for i in load_motion_library(clip_dir / "set.json").infos] == ["full"]
+    (clip_dir / "set.json").unlink()
+    assert len(load_motion_library(DEFAULT_MOTION)) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("clips:\n  - file: full.npz\n  - file: middle.npz\n    weight: 0\n", r"key 'clips\[1\]\.weight'.*greater than 0"),
+        ("clips:\n  - file: full.npz\n    speed: 2\n", r"key 'clips\[0\]\.speed'.*extra"),
+        ("clips:\n  - full.npz\n  - file: middle.npz\n    name: full\n", r"clip name 'full' is used twice"),
+        ("clips:\n  - nothere.npz\n", r"nothere.npz.*expected an existing .npz"),
+        ("clips: [\n", r"key 'file': expected a YAML manifest"),
+    ],
+)
+def test_bad_manifests_are_one_line_naming_the_entry(clip_dir, tmp_path, text, match):
+    manifest = tmp_path / "bad.yaml"
+    for name, folder in (("full.npz", clip_dir), ("middle.npz", clip_dir), ("nothere.npz", tmp_path)):
+        text = text.replace(name, str(folder / name))
+    manifest.write_text(text)
+    with pytest.raises(MotionFormatError, match=match) as info:
+        load_motion_library(manifest)
+    assert "\n" not in str(info.value)
+
+
+@pytest.fixture(scope="module")
+def env(clip_dir):
+    e = make_env(G1MotionTrackingConfig(motion={"file": str(clip_dir)}, **EXACT),
+                 backend_cls=MujocoBackend, num_envs=4, nthread=1, seed=0)  # fmt: skip
+    yield e
+    e.close()
+
+
+def test_the_command_lists_the_clips_and_starts_a_row_where_asked(env):
+    cmd = env.commands["motion"]
+    assert [(c.index, c.name, c.num_frames, c.fps) for c in cmd.clips] == [(0, "full", 301, 50.0), (1, "middle", 101, 50.0)]
+    rows = torch.arange(env.num_envs)
+    cmd.pin(rows[:2], 1, frame=0)
+    cmd.pin(rows[2:], 0, frame=150)
+    env.reset()
+    assert cmd.clip_index.tolist() == [1, 1, 0, 0] and cmd.time_steps.tolist() == [0, 0, 150, 150]
+    # clip 'middle' frame 0 is the shipped clip's frame 100: the same reference, the same state
+    torch.testing.assert_close(cmd.joint_pos[0], cmd.joint_pos_ref[100])
+    torch.testing.assert_close(env.robot.joint_pos[0], cmd.joint_pos_ref[100])
+    torch.testing.assert_close(cmd.reference_qpos(rows[:1])[0, 7:], env.backend.qpos[0, 7:].float(), atol=1e-5, rtol=0)
+    for name in ("motion_body_pos", "motion_global_anchor_pos"):
+        term = env.reward_manager.terms[name]
+        assert torch.all(term.func(env, **term.params) > 0.999), name
+    with pytest.raises(ValueError, match="frame 101 outside clip 'middle'"):
+        cmd.pin(rows[:1], 1, frame=101)
+    cmd.unpin(rows)
+
+
+def test_each_clip_ends_at_its_own_last_frame(env):
+    cmd = env.commands["motion"]
+    rows = torch.arange(env.num_envs)
+    cmd.pin(rows, 1, frame=97)  # 'middle' has 101 frames: its last is 100
+    env.reset()
+    cmd.unpin(rows)
+    for step in range(3):
+        _, _, terminated, truncated, extras = env.step(torch.zeros(env.num_envs, 29))
+        assert not terminated.any()
+        assert bool(truncated.all()) == (step == 2), step
+    assert extras["log"]["Episode_Termination/motion_end"] == 1.0
+
+
+def test_failures_count_in_their_clips_bins(env):
+    cmd = env.commands["motion"]
+    rows = torch.arange(env.num_envs)
+    cmd.pin(rows, 1, frame=60)  # clip 1, bin 1 of its 3
+    env.reset()
+    cmd.unpin(rows)
+    before = cmd.sampler.failed_count.clone()
+    qpos = env.backend.qpos.clone()
+    qpos[:, 2] -= 0.5  # the robot 0.5 m below the reference: every row terminates
+    env.backend.set_state(rows, qpos=qpos)
+    env.robot.refresh()
+    env.step(torch.zeros(env.num_envs, 29))
+    env.step(torch.zeros(env.num_envs, 29))  # folded into the EMA
+    gained = cmd.sampler.failed_count - before * (1 - cmd.sampler.alpha) ** 2
+    assert int(gained.argmax()) == int(cmd.sampler.bin_offset[1]) + 1
+    assert torch.all(gained[:7].abs() < 1e-9)  # nothing in clip 0's bins
+
+
+def test_play_mode_visits_the_clips_in_turn(clip_dir):
+    e = make_env(G1MotionTrackingConfig(motion={"file": str(clip_dir), "sampling": "start"}, **EXACT),
+                 backend_cls=MujocoBackend, num_envs=3, nthread=1, seed=0)  # fmt: skip
+    cmd = e.commands["motion"]
+    seen = []
+    for _ in range(2):
+        e.reset()
+        seen.append(cmd.clip_index.tolist())
+        assert cmd.time_steps.tolist() == [0, 0, 0]
+    e.close()
+    assert seen[1] != seen[0] and all(sorted(set(s)) == [0, 1] for s in seen)
+
+
+def test_two_clip_training_run_completes_on_the_cpu(clip_dir, tmp_path):
+    result = subprocess.run(
+        [UNILAB, "train", "--algo", "sac", "--task", "g1_motion_tracking", "--sim", "mujoco", "--preset", "laptop",
+         "training.max_iterations=3", "training.num_envs=8", "training.no_play=true", "sim.nthread=1",
+         f"env.motion.file={clip_dir}", f"training.log_dir={tmp_path / 'logs'}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = (tmp_path / "logs" / "sac" / "g1_motion_tracking").iterdir()
+    summary = json.loads((run_dir / "run_summary.json").read_text())
+    assert summary["status"] == "normal_completion" and summary["iterations"] == 3
+    config = json.loads((run_dir / "run_config.json").read_text())["config"]
+    assert config["env"]["motion"]["file"] == str(clip_dir)
+    assert (run_dir / "model_last.pt").is_file()
+
+
+def test_shipped_names_the_whole_shipped_set():
+    e = make_env(G1MotionTrackingConfig(motion={"file": "shipped"}, **EXACT), backend_cls=MujocoBackend,
+                 num_envs=1, nthread=1, seed=0)  # fmt: skip
+    names = [c.name for c in e.commands["motion"].clips]
+    e.close()
+    assert names == sorted(p.stem for p in Path(DEFAULT_MOTION).parent.glob("*.npz"))
+    assert {"default", "squat", "reach", "twist", "lunge"} <= set(names)
