@@ -12,7 +12,7 @@ from unilab import hookspecs, plugins
 from unilab.robots import Pose, get_robot
 from unilab.robots.conformance import RobotConformanceError, check_robot
 from unilab.robots.g1 import G1
-from unisim._plugins import PluginRegistry
+from unisim.plugins import PluginRegistry
 
 CHECKS = ["description", "mirror", "scene", "default_pose", "physics", "task:g1_walk_flat"]
 

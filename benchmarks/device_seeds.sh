@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Several trainings side by side on the one-GPU machine (nvidia-h200, 16 cores), each on its own
+# cores, then `unilab eval` of each run's final policy with this tree's code.
+#
+# Usage (repository root, on the device machine):
+#   bash benchmarks/device_seeds.sh OUTDIR LIMIT_S "TAG CODE CPUS ALGO TASK [key=value ...]" ...
+#     TAG    name of the run (letters, digits, _ and -)
+#     CODE   new (this tree, wheels in .whl) or old (the wheels in .whl_old: another commit's four
+#            packages, built with `pip wheel --no-deps -w .whl_old ./mjbatch_uni ./unisim ./unilab_rl
+#            ./unilab` in that commit's checkout; they run on .whl's third-party wheels)
+#     CPUS   cores for taskset, e.g. 0-7
+#   Each run is stopped by SIGINT after LIMIT_S if still running (its summary then says so).
+# Needs .whl (../shared/scripts/offline-wheels.sh; PyAV is not needed: runs skip the video).
+# Brings back OUTDIR/<TAG>.tgz: run_summary.json, run_config.json, learning_curve.png, the
+# TensorBoard events, eval_*.json, policy.onnx, train.log and eval.txt. With RECORD_TAGS="TAG ..."
+# set, those (new-code g1_walk_flat) runs also record the stepping clips of
+# scripts/motion_commands/*.yaml with `unilab motion record` into the tgz's clips/.
+set -uo pipefail
+out=$1; limit=$2; shift 2
+mkdir -p "$out"; nproc; nvidia-smi -L
+install() {  # install() TARGET WHEELS...: one site folder per code version
+  local target=$1; shift
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$target" "$@"
+}
+third_party=$(ls .whl/*.whl | grep -v -E '/(unilab|unilab_rl|unisim|mjbatch_uni|unisim_mjstep|unilab_robot_[a-z0-9_]+)-[0-9]')
+install /tmp/site_new .whl/*.whl || exit 1
+if ls .whl_old/*.whl >/dev/null 2>&1; then install /tmp/site_old $third_party .whl_old/*.whl || exit 1; fi
+export PYTHONUNBUFFERED=1
+
+one() {
+  local tag=$1 code=$2 cpus=$3 algo=$4 task=$5; shift 5
+  local site=/tmp/site_$code d rc t0
+  rm -rf "/tmp/runs/$tag"; mkdir -p "/tmp/runs/$tag"
+  t0=$(date +%s)
+  PYTHONPATH=$site timeout --foreground --preserve-status -s INT "$limit" taskset -c "$cpus" \
+    python3 -m unilab.cli train --algo "$algo" --task "$task" --sim mujoco training.log_dir="/tmp/runs/$tag" \
+    training.progress=false training.no_play=true "$@" >"/tmp/runs/$tag.log" 2>&1
+  rc=$?
+  echo "[$tag] code $code, exit code $rc after $(( $(date +%s) - t0 )) s" >>"/tmp/runs/$tag.log"
+}
+pids=()
+for spec in "$@"; do
+  # shellcheck disable=SC2086
+  one $spec & pids+=($!)
+done
+wait "${pids[@]}"
+
+# Evaluate every run's final policy with this tree's code (old runs' configs are read through the
+# key migration), one at a time on all cores, and pack what comes back.
+for spec in "$@"; do
+  read -r tag code cpus algo task _ <<<"$spec"
+  d=$(ls -td /tmp/runs/"$tag"/"$algo"/"$task"/*/ 2>/dev/null | head -1)
+  [ -n "$d" ] || { echo "[$tag] no run directory"; tail -n 20 "/tmp/runs/$tag.log"; continue; }
+  cp "/tmp/runs/$tag.log" "$d/train.log"
+  PYTHONPATH=/tmp/site_new python3 -m unilab.cli eval "$d" >"$d/eval.txt" 2>&1 || echo "[$tag] eval failed" >>"$d/eval.txt"
+  PYTHONPATH=/tmp/site_new python3 -m unilab.cli export "$d" >>"$d/eval.txt" 2>&1 || true
+  if [[ " ${RECORD_TAGS:-} " == *" $tag "* ]]; then
+    mkdir -p "$d/clips"
+    for script in scripts/motion_commands/*.yaml; do
+      name=$(basename "$script" .yaml)
+      PYTHONPATH=/tmp/site_new python3 -m unilab.cli motion record "$d" --commands "$script" \
+        --out "$d/clips/$name.npz" >>"$d/eval.txt" 2>&1 || echo "[$tag] record $name failed" >>"$d/eval.txt"
+    done
+  fi
+  echo "== $tag"; tail -n 3 "$d/train.log"; cat "$d/eval.txt"
+  rm -f "$d"/model_*.pt  # policy.onnx holds the policy; checkpoints stay behind (size)
+  tar czf "$out/$tag.tgz" -C "$d" .
+done
