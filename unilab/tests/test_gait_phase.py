@@ -39,7 +39,7 @@ def test_phase_advances_by_dt_over_period_and_wraps():
     assert torch.all(gait.phase == 0.0) and torch.allclose(gait.frequency, torch.tensor(1.25))
     dt = 0.02
     for k in range(1, 61):  # 1.2 s = 1.5 periods: wraps once
-        gait.update(dt)
+        gait.advance(dt)
         expected = (k * dt / 0.8) % 1.0
         circular = torch.remainder(gait.phase - expected + 0.5, 1.0) - 0.5  # 0.9999999 ~ 0
         assert torch.all(circular.abs() < 1e-5), (k, gait.phase, expected)
@@ -58,13 +58,13 @@ def test_stand_command_snaps_both_feet_to_pi_and_the_clock_runs_on():
     gait = mdp.GaitPhaseCommand(env, mdp.GaitPhaseSettings(frequency_width_hz=0.0, randomize_phase=False))
     gait.reset(torch.arange(2))  # the env resets commands in order, so the twist is known now
     for _ in range(10):
-        gait.update(0.02)
+        gait.advance(0.02)
     assert gait.is_standing.tolist() == [True, False]
     assert gait.foot_phase[0].tolist() == pytest.approx([math.pi, math.pi])
     assert gait.command[0].tolist() == pytest.approx([0.0, 0.0, -1.0, -1.0], abs=1e-6)
     assert float(gait.phase[0]) == pytest.approx(0.2, abs=1e-5)  # the clock kept running
     env.commands["twist"].command[0] = torch.tensor([0.3, 0.0, 0.0])  # walk again: resume
-    gait.update(0.02)
+    gait.advance(0.02)
     assert not gait.is_standing[0]
     assert float(gait.foot_phase[0, 0]) == pytest.approx(2 * math.pi * 0.22 - math.pi, abs=1e-4)
 

@@ -359,7 +359,16 @@ class TerminationManager:
 
 # ============================================================================ events
 class EventManager:
-    """Runs event terms at startup, on reset rows, and at random intervals per row."""
+    """Runs event terms at startup, on reset rows, and at random intervals per row.
+
+    Interval terms keep a per-row timer, drawn from ``U(interval_range_s)`` s when the manager is
+    built, when the term fires and when the row resets (:meth:`reset`), so a row's first firing
+    comes at least ``interval_range_s[0]`` s after its reset (mjlab ``EventManager.reset``, fixed
+    in mjlab PR #1140; IsaacLab PR #1750).
+
+    Attributes:
+        time_left: interval term name -> (N,) float32 s until the term fires for each row.
+    """
 
     def __init__(self, env: "ManagerBasedRlEnv", terms: dict[str, EventTerm]) -> None:
         self.env = env
@@ -388,11 +397,26 @@ class EventManager:
             if term.mode == mode and len(env_ids):
                 term.func(self.env, env_ids, **term.params)
 
-    def step(self) -> None:
-        """Advance interval timers by one env step and fire the due terms."""
+    def reset(self, env_ids: torch.Tensor) -> None:
+        """Re-arm the interval timers of rows ``env_ids`` (k,) int64: a new episode starts a new
+        interval rather than inheriting the old episode's remaining time."""
+        if len(env_ids):
+            for name in self.time_left:
+                self._draw_interval(name, env_ids)
+
+    def step(self, skip: torch.Tensor | None = None) -> None:
+        """Advance interval timers by one env step and fire the due terms.
+
+        Args:
+            skip: optional (N,) bool rows that must not fire now (rows that end this step: their
+                state is about to be reset and :meth:`reset` re-arms their timers).
+        """
         for name, left in self.time_left.items():
             left -= self.env.step_dt
-            due = (left <= 0.0).nonzero(as_tuple=False).flatten()
+            due = left <= 0.0
+            if skip is not None:
+                due &= ~skip
+            due = due.nonzero(as_tuple=False).flatten()
             if len(due):
                 self.terms[name].func(self.env, due, **self.terms[name].params)
                 self._draw_interval(name, due)

@@ -57,7 +57,8 @@ class UniformVelocityCommand:
         self.time_left[env_ids] = self._u(n, *r.resampling_time_s)
 
     def update(self, dt: float) -> None:
-        """Advance timers by ``dt`` s and resample the expired rows."""
+        """Advance timers by ``dt`` s and resample the expired rows. The env calls it after the
+        step's terminations and rewards, so these see the command the policy observed."""
         self.time_left -= dt
         due = (self.time_left <= 0.0).nonzero(as_tuple=False).flatten()
         if len(due):
@@ -106,6 +107,11 @@ class GaitPhaseCommand:
     feet (holosoma ``stand_phase_value``), so the observation says "stand" and the reward's target
     height is 0 for both feet. The clock itself keeps running underneath and the feet resume
     from it when the row is commanded to move again.
+
+    In the env step the clock advances with the physics (:meth:`advance`, before the rewards,
+    so ``feet_phase`` compares the feet with the schedule of the same time), and the stand state
+    follows the velocity command the policy observed: :meth:`advance` reads it before the
+    velocity command is resampled, :meth:`update` after (for the next observation).
 
     Differences from holosoma: its phase is ``episode_length * 2*pi*dt*f + offset``, and it
     redraws f whenever the velocity command is redrawn, so the phase jumps then; here f is drawn
@@ -163,9 +169,14 @@ class GaitPhaseCommand:
         self.foot_phase = torch.where(self.is_standing[:, None], math.pi, angle)
         self.command = torch.cat((torch.sin(self.foot_phase), torch.cos(self.foot_phase)), dim=1)
 
-    def update(self, dt: float) -> None:
+    def advance(self, dt: float) -> None:
         """Advance every row's clock by ``dt`` s (``dt * frequency`` cycles), wrapping at 1."""
         self.phase = torch.remainder(self.phase + dt * self.frequency, 1.0)
+        self._refresh()
+
+    def update(self, dt: float) -> None:
+        """Recompute the stand state and the features from the velocity command as it is now
+        (after its resampling in this step); the clock does not move (``dt`` unused)."""
         self._refresh()
 
     def reset(self, env_ids: torch.Tensor) -> None:

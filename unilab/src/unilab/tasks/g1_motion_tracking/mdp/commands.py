@@ -198,9 +198,11 @@ class MotionCommand:
         return self.time_steps >= self.num_frames - 1
 
     # ------------------------------------------------------------------ env hooks
-    def update(self, dt: float) -> None:
+    def advance(self, dt: float) -> None:
         """Advance every row one frame (held at the last frame; the ``motion_end`` termination
-        ends the episode there) and fold the step's failures into the sampler."""
+        ends the episode there) and fold the step's failures into the sampler. The env calls it
+        right after the physics, so terminations and rewards compare the new state with the
+        reference frame of the same time."""
         self.time_steps = torch.clamp(self.time_steps + 1, max=self.num_frames - 1)
         self.sampler.step()
         self._refresh()
