@@ -137,7 +137,7 @@ def test_gait_adds_four_columns_to_actor_and_critic_only_when_enabled():
         reset_z_m=(0.0, 0.0),
     )  # fmt: skip
     try:
-        assert env.obs_dims == {"actor": 103, "critic": 115}  # default 99 and 111 (test_g1_walk_flat_env)
+        assert env.obs_dims == {"actor": 103, "critic": 115}  # without it 99 and 111 (test_mdp_observations)
         # standing in the default pose: both soles 3.5 mm up, both targets 0
         env.reset()
         env.commands["twist"].command[:] = 0.0
@@ -167,7 +167,8 @@ def test_gait_adds_four_columns_to_actor_and_critic_only_when_enabled():
 
 def test_feet_phase_needs_the_gait_clock_and_the_frequency_stays_positive():
     with pytest.raises(ValueError, match="env.gait.enabled=true"):
-        G1WalkFlatConfig(rewards={"feet_phase": 5.0})
+        G1WalkFlatConfig(gait={"enabled": False})  # feet_phase keeps its default 5.0
+    assert G1WalkFlatConfig(gait={"enabled": False}, rewards={"feet_phase": 0.0}).gait.enabled is False
     with pytest.raises(ValueError, match="frequency_width_hz"):
         G1WalkFlatConfig(gait={"period_s": 2.0, "frequency_width_hz": 0.5})
 
@@ -181,10 +182,10 @@ def test_config_errors_are_one_line_naming_the_keys():
 
     model = build_run_model(_Algo, G1WalkFlatConfig)
     with pytest.raises(ConfigError) as err:
-        resolve_config(model, [], ["env.rewards.feet_phase=5.0"])
+        resolve_config(model, [], ["env.gait.enabled=false"])
     assert str(err.value) == (
         "invalid env: env.rewards.feet_phase=5 needs env.gait.enabled=true "
-        "(the reward follows the gait clock)"
+        "(the reward follows the gait clock); without the clock set env.rewards.feet_phase=0"
     )
     with pytest.raises(ConfigError, match=r"^invalid env.gait: frequency_width_hz=1"):
         resolve_config(model, [], ["env.gait.frequency_width_hz=1.0"])

@@ -248,6 +248,9 @@ class RewardManager:
             penalty scale included), before any reset; zeros before the first.
         last_scale: (T,) float32 the factors ``last`` was scaled by (:meth:`last_values` divides
             them out).
+        ended_sums: (k, T) float32 the weighted episode sums of the k rows of the last
+            :meth:`reset`, before they were zeroed (a command curriculum reads them); None before
+            the first reset.
     """
 
     def __init__(
@@ -269,6 +272,7 @@ class RewardManager:
         self.episode_sums = torch.zeros(env.num_envs, len(self.terms), device=env.device)
         self.last = torch.zeros(env.num_envs, len(self.terms), device=env.device)
         self.last_scale = self._scale
+        self.ended_sums: torch.Tensor | None = None
 
     def _effective_scale(self) -> torch.Tensor:
         """(T,) weight * step_dt, negative-weight terms times :attr:`penalty_scale`."""
@@ -299,7 +303,8 @@ class RewardManager:
         episode length (mjlab/IsaacLab convention); then zero those rows."""
         if not self.terms:
             return {}
-        means = (self.episode_sums[env_ids].mean(dim=0) / self.env.max_episode_length_s).tolist()
+        self.ended_sums = self.episode_sums[env_ids]
+        means = (self.ended_sums.mean(dim=0) / self.env.max_episode_length_s).tolist()
         self.episode_sums[env_ids] = 0.0
         log = {f"Episode_Reward/{n}": v for n, v in zip(self.names, means)}
         if self.curriculum is not None:

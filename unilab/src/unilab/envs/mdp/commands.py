@@ -25,17 +25,54 @@ class VelocityCommandRanges:
     standing_fraction: float = 0.1
 
 
+@dataclass
+class VelocityCommandCurriculum:
+    """Command ranges that widen as tracking improves (unitree_rl_lab ``lin_vel_cmd_levels`` /
+    ``ang_vel_cmd_levels``, unitreerobotics/unitree_rl_lab@aa0a736
+    ``tasks/locomotion/mdp/curriculums.py``).
+
+    Two levels, fractions of the full ranges: linear (x and y) and angular (yaw rate). Each starts
+    at ``initial_fraction``. At the first reset at least ``interval_s`` of env time after the last
+    check, each level grows by ``step_fraction`` (up to 1) when the episodes ended since that check
+    earned, per second of the maximum episode length, more than ``threshold`` x the weight of its
+    tracking term (``lin_term`` / ``ang_term`` of the env's reward manager).
+
+    Attributes:
+        initial_fraction, step_fraction: level at the start and growth per check (dimensionless).
+        threshold: fraction of the tracking term's weight that counts as tracking well.
+        interval_s: env time between checks, s.
+        lin_term, ang_term: reward term names of the linear and angular tracking.
+    """
+
+    initial_fraction: float = 0.5
+    step_fraction: float = 0.1
+    threshold: float = 0.8
+    interval_s: float = 1.0
+    lin_term: str = "track_linear_velocity"
+    ang_term: str = "track_angular_velocity"
+
+
 class UniformVelocityCommand:
     """(N, 3) commanded (v_x, v_y, w_z) drawn uniformly, resampled on a per-env timer.
+
+    With a :class:`VelocityCommandCurriculum`, each range is scaled about 0 by its level: (lo, hi)
+    becomes (level * lo, level * hi).
 
     Attributes:
         command: (N, 3) float32 (m/s, m/s, rad/s).
         is_standing: (N,) bool rows commanded to stand still.
+        lin_level, ang_level: the curriculum's levels (1.0 without a curriculum).
     """
 
-    def __init__(self, env, ranges: VelocityCommandRanges) -> None:
+    def __init__(
+        self, env, ranges: VelocityCommandRanges, curriculum: VelocityCommandCurriculum | None = None
+    ) -> None:
         self.env = env
         self.ranges = ranges
+        self.curriculum = curriculum
+        self.lin_level = self.ang_level = 1.0 if curriculum is None else curriculum.initial_fraction
+        self._since_check_s = 0.0
+        self._ended = [0.0, 0.0, 0]  # since the last check: lin sum, ang sum, episodes
         n = env.num_envs
         self.command = torch.zeros(n, 3, device=env.device)
         self.is_standing = torch.zeros(n, dtype=torch.bool, device=env.device)
@@ -47,8 +84,14 @@ class UniformVelocityCommand:
 
     def _resample(self, env_ids: torch.Tensor) -> None:
         r, n = self.ranges, len(env_ids)
+        lin, ang = self.lin_level, self.ang_level
         cmd = torch.stack(
-            (self._u(n, *r.lin_vel_x), self._u(n, *r.lin_vel_y), self._u(n, *r.ang_vel_z)), dim=1
+            (
+                self._u(n, lin * r.lin_vel_x[0], lin * r.lin_vel_x[1]),
+                self._u(n, lin * r.lin_vel_y[0], lin * r.lin_vel_y[1]),
+                self._u(n, ang * r.ang_vel_z[0], ang * r.ang_vel_z[1]),
+            ),
+            dim=1,
         )
         standing = self._u(n, 0.0, 1.0) < r.standing_fraction
         cmd[standing] = 0.0
@@ -59,15 +102,49 @@ class UniformVelocityCommand:
     def update(self, dt: float) -> None:
         """Advance timers by ``dt`` s and resample the expired rows. The env calls it after the
         step's terminations and rewards, so these see the command the policy observed."""
+        self._since_check_s += dt
         self.time_left -= dt
         due = (self.time_left <= 0.0).nonzero(as_tuple=False).flatten()
         if len(due):
             self._resample(due)
 
+    def _advance_curriculum(self, env_ids: torch.Tensor) -> None:
+        """Fold the episodes that just ended (rows ``env_ids``; the reward manager's
+        ``ended_sums`` of the same reset) into the curriculum and widen the ranges when due."""
+        c, rm = self.curriculum, getattr(self.env, "reward_manager", None)
+        ended = getattr(rm, "ended_sums", None)
+        if ended is None or len(ended) != len(env_ids):
+            return  # built before the reward manager: no episode has ended yet
+        ran = self.env.episode_length[env_ids] > 0  # the env's first reset ends no episode
+        num_ended = int(ran.sum())
+        if num_ended == 0:
+            return
+        names = rm.names
+        self._ended[0] += float(ended[ran, names.index(c.lin_term)].sum())
+        self._ended[1] += float(ended[ran, names.index(c.ang_term)].sum())
+        self._ended[2] += num_ended
+        if self._since_check_s < c.interval_s:
+            return
+        per_s = self._ended[2] * self.env.max_episode_length_s
+        if self._ended[0] / per_s > c.threshold * rm.terms[c.lin_term].weight:
+            self.lin_level = min(1.0, self.lin_level + c.step_fraction)
+        if self._ended[1] / per_s > c.threshold * rm.terms[c.ang_term].weight:
+            self.ang_level = min(1.0, self.ang_level + c.step_fraction)
+        self._since_check_s, self._ended = 0.0, [0.0, 0.0, 0]
+
     def reset(self, env_ids: torch.Tensor) -> None:
-        """Draw new commands for ``env_ids``."""
+        """Draw new commands for ``env_ids`` (after the curriculum has seen their episodes)."""
+        if self.curriculum is not None:
+            self._advance_curriculum(env_ids)
         if len(env_ids):
             self._resample(env_ids)
+
+    def metrics(self) -> dict[str, float]:
+        """The curriculum's levels, logged when rows reset (none without a curriculum)."""
+        if self.curriculum is None:
+            return {}
+        return {"Curriculum/command_lin_level": self.lin_level,
+                "Curriculum/command_ang_level": self.ang_level}
 
 
 @dataclass

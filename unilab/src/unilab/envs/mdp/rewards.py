@@ -87,6 +87,22 @@ def track_angular_velocity(env, std: float, command_name: str = "twist") -> torc
     return torch.exp(-error / std**2)
 
 
+def track_yaw_rate(env, std: float, command_name: str = "twist") -> torch.Tensor:
+    """exp(-(w_z - cmd_wz)^2 / std^2), base-frame yaw rate, rad/s: the yaw error alone, so the
+    reward for turning does not collapse while the base rocks (holosoma ``tracking_ang_vel``,
+    amazon-far/holosoma@3d1e63e ``managers/reward/terms/locomotion.py``, tracking_sigma 0.25 =
+    std^2; pal-robotics/pal_mjlab PR #81). Pair it with :func:`ang_vel_xy_l2`. (N,)"""
+    w_z = env.robot.base_ang_vel_b[:, 2]
+    cmd = env.commands[command_name].command
+    return torch.exp(-((cmd[:, 2] - w_z) ** 2) / std**2)
+
+
+def ang_vel_xy_l2(env) -> torch.Tensor:
+    """|w_xy|^2 of the base-frame angular velocity, the base's roll and pitch rate, (rad/s)^2
+    (holosoma ``penalty_ang_vel_xy``, weight -1.0; IsaacLab ``ang_vel_xy_l2``). (N,)"""
+    return torch.sum(env.robot.base_ang_vel_b[:, :2] ** 2, dim=1)
+
+
 # ---------------------------------------------------------------- posture
 def upright(env, std: float, body: str | None = None) -> torch.Tensor:
     """exp(-|g_xy|^2 / std^2) of the projected gravity of tracked ``body`` (default: the base);
