@@ -60,6 +60,7 @@ def put(env, *, joints=None, base_quat=None, base_z=0.0, lin_vel=None, ang_vel=N
     for sensor in env.contact_sensors.values():
         sensor.refresh()
     env.commands["twist"].command[:] = torch.tensor(command, dtype=torch.float32)
+    env.step_cache.clear()  # the state and command changed outside a step
 
 
 def term(env, name):

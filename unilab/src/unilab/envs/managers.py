@@ -83,6 +83,9 @@ class JointPositionAction:
         self.high = reach / self.scale
         self.low = -self.high
         self.actuator_ids = robot.meta.actuator_ids.to(env.device)
+        self._ctrl_cols = _as_slice(self.actuator_ids)  # a slice when contiguous (the G1: 0..28)
+        if not isinstance(self._ctrl_cols, slice):
+            self._ctrl_cols = self.actuator_ids
         n, j = env.num_envs, len(scale)
         self.action = torch.zeros(n, j, device=env.device)
         self.prev_action = torch.zeros(n, j, device=env.device)
@@ -95,8 +98,8 @@ class JointPositionAction:
     def process(self, action: torch.Tensor) -> torch.Tensor:
         """Store the action and return the (N, nu) ctrl of joint targets, rad."""
         self.prev_action.copy_(self.action)
-        self.action.copy_(torch.clamp(action, self.low, self.high))
-        self.ctrl[:, self.actuator_ids] = self.offset + self.scale * self.action
+        torch.clamp(action, self.low, self.high, out=self.action)
+        self.ctrl[:, self._ctrl_cols] = self.offset + self.scale * self.action
         return self.ctrl
 
     def reset(self, env_ids: torch.Tensor) -> None:
@@ -174,10 +177,9 @@ class ObservationManager:
         cache: dict = {}
         out = {}
         for g, terms in self._terms.items():
-            values = [self._eval(t, cache, key) for t, key in terms]
-            if env_ids is not None:  # gather the k rows of each term, then concatenate k rows
-                values = [v[env_ids] for v in values]
-            obs = torch.cat(values, dim=1)
+            obs = torch.cat([self._eval(t, cache, key) for t, key in terms], dim=1)
+            if env_ids is not None:  # one gather of the k rows (not one per term)
+                obs = obs[env_ids]
             obs.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)  # a diverged row must not poison replay
             noise = self._noise[g]
             if self.noise_enabled and noise is not None:

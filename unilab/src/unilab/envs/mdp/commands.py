@@ -196,7 +196,8 @@ class GaitPhaseCommand:
 
     Attributes:
         command: (N, 4) float32 the observed features, sin(foot_phase) (left, right) then
-            cos(foot_phase) (left, right) (holosoma ``sin_phase``, ``cos_phase``).
+            cos(foot_phase) (left, right) (holosoma ``sin_phase``, ``cos_phase``); updated in
+            place (clone to keep a snapshot).
         phase: (N,) float32 clock, cycles in [0, 1).
         frequency: (N,) float32 gait frequency, Hz (1 / period).
         foot_phase: (N, 2) float32 phase angle of the left and right foot, rad in [-pi, pi];
@@ -227,24 +228,28 @@ class GaitPhaseCommand:
     def _u(self, n: int, lo: float, hi: float) -> torch.Tensor:
         return lo + (hi - lo) * torch.rand(n, device=self.env.device, generator=self.env.generator)
 
-    def _refresh(self) -> None:
-        """Recompute ``is_standing``, ``foot_phase`` and ``command`` from the clock and the
-        velocity command (all rows)."""
+    def _standing(self) -> torch.Tensor:
+        """(N,) bool rows whose velocity command is a stand command now."""
         s = self.settings
         # While the env builds its commands (this one's first reset), env.commands does not exist
         # yet: no row stands until the env's reset, which resets the commands in order.
         commands = getattr(self.env, "commands", None)
         if commands is None:
-            self.is_standing = torch.zeros_like(self.is_standing)
-        else:
-            cmd = commands[s.velocity_command].command
-            self.is_standing = (torch.linalg.vector_norm(cmd[:, :2], dim=1) < s.stand_threshold) & (
-                cmd[:, 2].abs() < s.stand_threshold
-            )
+            return torch.zeros_like(self.is_standing)
+        cmd = commands[s.velocity_command].command
+        return (torch.linalg.vector_norm(cmd[:, :2], dim=1) < s.stand_threshold) & (
+            cmd[:, 2].abs() < s.stand_threshold
+        )
+
+    def _refresh(self, standing: torch.Tensor | None = None) -> None:
+        """Recompute ``is_standing`` (or take ``standing``), ``foot_phase`` and ``command`` from
+        the clock and the velocity command (all rows); ``command`` is written in place."""
+        self.is_standing = self._standing() if standing is None else standing
         cycles = torch.remainder(self.phase[:, None] + self._offsets, 1.0)  # (N, 2)
         angle = 2.0 * math.pi * cycles - math.pi
         self.foot_phase = torch.where(self.is_standing[:, None], math.pi, angle)
-        self.command = torch.cat((torch.sin(self.foot_phase), torch.cos(self.foot_phase)), dim=1)
+        torch.sin(self.foot_phase, out=self.command[:, :2])
+        torch.cos(self.foot_phase, out=self.command[:, 2:])
 
     def advance(self, dt: float) -> None:
         """Advance every row's clock by ``dt`` s (``dt * frequency`` cycles), wrapping at 1."""
@@ -253,8 +258,11 @@ class GaitPhaseCommand:
 
     def update(self, dt: float) -> None:
         """Recompute the stand state and the features from the velocity command as it is now
-        (after its resampling in this step); the clock does not move (``dt`` unused)."""
-        self._refresh()
+        (after its resampling in this step); the clock does not move (``dt`` unused), so when no
+        row changed between stand and move nothing changes."""
+        standing = self._standing()
+        if not torch.equal(standing, self.is_standing):
+            self._refresh(standing)
 
     def reset(self, env_ids: torch.Tensor) -> None:
         """Draw a start phase and a frequency for ``env_ids`` (after their velocity command)."""

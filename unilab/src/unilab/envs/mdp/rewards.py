@@ -34,6 +34,22 @@ def step_cached(env, key, compute):
     return value
 
 
+def _exp_kernel(error: torch.Tensor, std2: float) -> torch.Tensor:
+    """exp(-error / std2), computed in place in ``error`` (a fresh tensor of the caller's):
+    error / (-std2) equals -error / std2 exactly, one op and one allocation fewer."""
+    return error.div_(-std2).exp_()
+
+
+def _gravity_xy_sq(quat: torch.Tensor) -> torch.Tensor:
+    """(N,) |g_xy|^2 of the gravity direction in the frame of (N, 4) wxyz quaternions: the x and
+    y components of :func:`unilab.utils.math.projected_gravity` in its own float operations
+    (bit for bit), without the z component."""
+    w, x, y, z = quat.unbind(-1)
+    x2, y2 = 2.0 * x, 2.0 * y
+    g_x, g_y = w * y2 - z * x2, -(w * x2) - z * y2
+    return g_x.square_().add_(g_y.square_())
+
+
 def _constant(env, name: str, params: tuple, compute):
     """A value that depends only on the term parameters ``params`` (tensors, compared by
     identity, or hashable values) and the device: computed once per env and kept."""
@@ -53,6 +69,16 @@ def _command_speed(env, command_name: str) -> torch.Tensor:
         return torch.linalg.vector_norm(cmd[:, :2], dim=1) + cmd[:, 2].abs()
 
     return step_cached(env, ("command_speed", command_name), compute)
+
+
+def joint_pos_error(env) -> torch.Tensor:
+    """(N, J) joint positions minus the default pose, rad (shared within a step; read-only)."""
+    return step_cached(env, "joint_pos_error", lambda: env.robot.joint_pos - env.robot.default_joint_pos)
+
+
+def _joint_pos_error_sq(env) -> torch.Tensor:
+    """(N, J) squared :func:`joint_pos_error`, rad^2 (shared within a step; read-only)."""
+    return step_cached(env, "joint_pos_error_sq", lambda: joint_pos_error(env).square())
 
 
 def _stack_sensors(env, names: tuple[str, ...]) -> torch.Tensor:
@@ -75,16 +101,16 @@ def track_linear_velocity(env, std: float, command_name: str = "twist") -> torch
     """exp(-(|v_xy - cmd_xy|^2 + v_z^2) / std^2), base-frame velocity, m/s. (N,)"""
     v = env.robot.base_lin_vel_b
     cmd = env.commands[command_name].command
-    error = torch.sum((cmd[:, :2] - v[:, :2]) ** 2, dim=1) + v[:, 2] ** 2
-    return torch.exp(-error / std**2)
+    error = torch.sum((cmd[:, :2] - v[:, :2]) ** 2, dim=1).add_(v[:, 2] ** 2)
+    return _exp_kernel(error, std**2)
 
 
 def track_angular_velocity(env, std: float, command_name: str = "twist") -> torch.Tensor:
     """exp(-((w_z - cmd_wz)^2 + |w_xy|^2) / std^2), base-frame angular velocity, rad/s. (N,)"""
     w = env.robot.base_ang_vel_b
     cmd = env.commands[command_name].command
-    error = (cmd[:, 2] - w[:, 2]) ** 2 + torch.sum(w[:, :2] ** 2, dim=1)
-    return torch.exp(-error / std**2)
+    error = ((cmd[:, 2] - w[:, 2]) ** 2).add_(torch.sum(w[:, :2] ** 2, dim=1))
+    return _exp_kernel(error, std**2)
 
 
 def track_yaw_rate(env, std: float, command_name: str = "twist") -> torch.Tensor:
@@ -94,7 +120,7 @@ def track_yaw_rate(env, std: float, command_name: str = "twist") -> torch.Tensor
     std^2; pal-robotics/pal_mjlab PR #81). Pair it with :func:`ang_vel_xy_l2`. (N,)"""
     w_z = env.robot.base_ang_vel_b[:, 2]
     cmd = env.commands[command_name].command
-    return torch.exp(-((cmd[:, 2] - w_z) ** 2) / std**2)
+    return _exp_kernel((cmd[:, 2] - w_z) ** 2, std**2)
 
 
 def ang_vel_xy_l2(env) -> torch.Tensor:
@@ -108,10 +134,10 @@ def upright(env, std: float, body: str | None = None) -> torch.Tensor:
     """exp(-|g_xy|^2 / std^2) of the projected gravity of tracked ``body`` (default: the base);
     1 when upright. (N,)"""
     if body is None:
-        g = env.robot.projected_gravity_b
+        g_xy_sq = torch.sum(env.robot.projected_gravity_b[:, :2] ** 2, dim=1)
     else:
-        g = projected_gravity(env.robot.body_quat_w[:, env.robot.body_index(body)])
-    return torch.exp(-torch.sum(g[:, :2] ** 2, dim=1) / std**2)
+        g_xy_sq = _gravity_xy_sq(env.robot.body_quat_w[:, env.robot.body_index(body)])
+    return _exp_kernel(g_xy_sq, std**2)
 
 
 def variable_posture(
@@ -137,8 +163,7 @@ def variable_posture(
         env, "posture_inv_var", (std_standing, std_walking, std_running),
         lambda: torch.stack((std_standing, std_walking, std_running)).to(env.device).pow(-2),
     )
-    error = (env.robot.joint_pos - env.robot.default_joint_pos).square_()
-    return torch.exp(-(error * inv_var[regime]).mean(dim=1))
+    return (_joint_pos_error_sq(env) * inv_var[regime]).mean(dim=1).neg_().exp_()
 
 
 def orientation_l2(env, body: str | None = None) -> torch.Tensor:
@@ -148,10 +173,8 @@ def orientation_l2(env, body: str | None = None) -> torch.Tensor:
     Unlike :func:`upright`'s kernel it does not saturate: a torso tilted by 50 deg still has a
     gradient back to upright. (N,)"""
     if body is None:
-        g = env.robot.projected_gravity_b
-    else:
-        g = projected_gravity(env.robot.body_quat_w[:, env.robot.body_index(body)])
-    return torch.sum(g[:, :2] ** 2, dim=1)
+        return torch.sum(env.robot.projected_gravity_b[:, :2] ** 2, dim=1)
+    return _gravity_xy_sq(env.robot.body_quat_w[:, env.robot.body_index(body)])
 
 
 def joint_deviation_l2(env, weights: torch.Tensor) -> torch.Tensor:
@@ -165,8 +188,7 @@ def joint_deviation_l2(env, weights: torch.Tensor) -> torch.Tensor:
         weights: (J,) float32 per-joint weights, in action order.
     """
     w = _constant(env, "joint_deviation_weights", (weights,), lambda: weights.to(env.device))
-    error = (env.robot.joint_pos - env.robot.default_joint_pos).square_()
-    return torch.sum(error * w, dim=1)
+    return torch.sum(_joint_pos_error_sq(env) * w, dim=1)
 
 
 def body_ang_vel_l2(env, body: str) -> torch.Tensor:
@@ -249,9 +271,10 @@ def expected_foot_height(foot_phase: torch.Tensor, swing_height: float) -> torch
         (...) float32 target heights, m, in [0, swing_height].
     """
     x = (foot_phase + math.pi) / (2.0 * math.pi)
-    t = torch.where(x <= 0.5, 2.0 * x, 2.0 * x - 1.0)
+    rising, x2 = x <= 0.5, 2.0 * x
+    t = torch.where(rising, x2, x2 - 1.0)
     ease = t * t * (3.0 - 2.0 * t)
-    return swing_height * torch.where(x <= 0.5, ease, 1.0 - ease)
+    return swing_height * torch.where(rising, ease, 1.0 - ease)
 
 
 def feet_phase(
@@ -280,7 +303,7 @@ def feet_phase(
     """
     z = _stack_sensors(env, pos_sensors)[..., 2]  # (N, F)
     target = expected_foot_height(env.commands[gait_command_name].foot_phase, swing_height)
-    return torch.exp(-torch.sum((z - target) ** 2, dim=1) / sigma)
+    return _exp_kernel(torch.sum((z - target) ** 2, dim=1), sigma)
 
 
 def foot_slip_l2(
