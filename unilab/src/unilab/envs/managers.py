@@ -348,9 +348,8 @@ class TerminationManager:
         if not self.terms:
             z = torch.zeros(n, dtype=torch.bool, device=dev)
             return z, z.clone()
-        env, last = self.env, self.last
-        for i, (func, params) in enumerate(self._calls):
-            last[:, i] = func(env, **params)
+        env = self.env
+        self.last = last = torch.stack([func(env, **params) for func, params in self._calls], dim=1)
         terminated = last[:, self._term_cols].any(dim=1)
         truncated = last[:, self._time_out_cols].any(dim=1) & ~terminated
         self.terminated = terminated

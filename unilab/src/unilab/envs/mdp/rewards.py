@@ -158,7 +158,11 @@ def variable_posture(
         std_standing, std_walking, std_running: (J,) float32 tolerances, rad, in action order.
     """
     speed = _command_speed(env, command_name)
-    regime = (speed >= walking_threshold).long() + (speed >= running_threshold).long()  # 0, 1, 2
+    bounds = _constant(
+        env, "posture_bounds", (walking_threshold, running_threshold),
+        lambda: torch.tensor([walking_threshold, running_threshold], device=env.device),
+    )
+    regime = torch.bucketize(speed, bounds, right=True)  # 0, 1, 2: thresholds at or below speed
     inv_var = _constant(  # (3, J)
         env, "posture_inv_var", (std_standing, std_walking, std_running),
         lambda: torch.stack((std_standing, std_walking, std_running)).to(env.device).pow(-2),
