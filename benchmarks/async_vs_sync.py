@@ -358,8 +358,9 @@ def ab(args) -> None:
             out = Path(tmp) / f"{label}.json"
             path = os.pathsep.join(str(root / p / "src") for p in ("unilab", "unisim", "unilab_rl", "mjbatch_uni"))
             print(f"== {label}: {root}", flush=True)
+            rest = os.environ.get("PYTHONPATH")  # e.g. where the dependencies were installed
             subprocess.run([sys.executable, __file__, *argv, "--out", str(out)], check=True,
-                           env={**os.environ, "PYTHONPATH": path})
+                           env={**os.environ, "PYTHONPATH": path + (os.pathsep + rest if rest else "")})
             rates[label] = _rates(json.loads(out.read_text()))
     print(f"\n{'env steps/s':18s} {'old':>10s} {'new':>10s} {'new/old':>8s}")
     for key in rates["new"]:

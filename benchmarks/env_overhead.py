@@ -258,7 +258,8 @@ def ab(args) -> None:
             order = (("old", old), ("new", new)) if r % 2 == 0 else (("new", new), ("old", old))
             for label, root in order:
                 out = Path(tmp) / f"{label}{r}.json"
-                env = {**os.environ, "PYTHONPATH": _src_path(root)}
+                rest = os.environ.get("PYTHONPATH")  # e.g. where the dependencies were installed
+                env = {**os.environ, "PYTHONPATH": _src_path(root) + (os.pathsep + rest if rest else "")}
                 subprocess.run([*child, "--json", str(out)], env=env, check=True, stdout=subprocess.DEVNULL)
                 rows = [json.loads(line) for line in out.read_text().splitlines()]
                 results[label] += rows
