@@ -62,6 +62,8 @@ class UniformVelocityCommand:
         command: (N, 3) float32 (m/s, m/s, rad/s).
         is_standing: (N,) bool rows commanded to stand still.
         lin_level, ang_level: the curriculum's levels (1.0 without a curriculum).
+        resampled: whether the last :meth:`update` drew new commands for any row (commands that
+            follow this one, e.g. the gait clock's stand state, skip their refresh otherwise).
     """
 
     def __init__(
@@ -73,6 +75,7 @@ class UniformVelocityCommand:
         self.lin_level = self.ang_level = 1.0 if curriculum is None else curriculum.initial_fraction
         self._since_check_s = 0.0
         self._ended = [0.0, 0.0, 0]  # since the last check: lin sum, ang sum, episodes
+        self.resampled = True
         n = env.num_envs
         self.command = torch.zeros(n, 3, device=env.device)
         self.is_standing = torch.zeros(n, dtype=torch.bool, device=env.device)
@@ -105,7 +108,8 @@ class UniformVelocityCommand:
         self._since_check_s += dt
         self.time_left -= dt
         due = (self.time_left <= 0.0).nonzero(as_tuple=False).flatten()
-        if len(due):
+        self.resampled = bool(len(due))
+        if self.resampled:
             self._resample(due)
 
     def _advance_curriculum(self, env_ids: torch.Tensor) -> None:
@@ -259,7 +263,11 @@ class GaitPhaseCommand:
     def update(self, dt: float) -> None:
         """Recompute the stand state and the features from the velocity command as it is now
         (after its resampling in this step); the clock does not move (``dt`` unused), so when no
-        row changed between stand and move nothing changes."""
+        row changed between stand and move nothing changes (nor when the velocity command says
+        it drew nothing in this step, ``resampled`` False; :meth:`advance` read it already)."""
+        twist = self.env.commands[self.settings.velocity_command]
+        if not getattr(twist, "resampled", True):
+            return
         standing = self._standing()
         if not torch.equal(standing, self.is_standing):
             self._refresh(standing)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from unilab.envs.mdp.rewards import joint_pos_error
+from unilab.envs.mdp.rewards import joint_pos_error, stack_sensors
 
 
 # ---------------------------------------------------------------- base state (simulator truth)
@@ -75,7 +75,7 @@ def gait_phase(env, name: str = "gait") -> torch.Tensor:
 def foot_height(env, sensor_names: tuple[str, ...]) -> torch.Tensor:
     """(N, F) height of each foot site above the flat floor (z = 0), m, from ``framepos``
     sensors (mjlab ``foot_height`` reads a terrain height scan; on flat ground it is site z)."""
-    return torch.stack([env.backend.sensor(n)[:, 2] for n in sensor_names], dim=1)
+    return stack_sensors(env, tuple(sensor_names))[..., 2]
 
 
 def foot_air_time(env, sensor_name: str) -> torch.Tensor:

@@ -81,12 +81,29 @@ def _joint_pos_error_sq(env) -> torch.Tensor:
     return step_cached(env, "joint_pos_error_sq", lambda: joint_pos_error(env).square())
 
 
-def _stack_sensors(env, names: tuple[str, ...]) -> torch.Tensor:
-    """(N, len(names), dim) readings of same-sized sensors (shared within a step)."""
-    return step_cached(
-        env, ("stack_sensors", tuple(names)),
-        lambda: torch.stack([env.backend.sensor(n) for n in names], dim=1),
-    )
+def stack_sensors(env, names: tuple[str, ...]) -> torch.Tensor:
+    """(N, len(names), dim) readings of same-sized sensors (shared within a step; read-only).
+
+    When the sensors lie at equal distances in the backend's rows (two sensors always do), this
+    is a strided view of them (no copy), else a stacked copy.
+    """
+
+    def compute() -> torch.Tensor:
+        views = [env.backend.sensor(n) for n in names]
+        first = views[0]
+        step = (views[1].data_ptr() - first.data_ptr()) // first.element_size() if len(views) > 1 else 0
+        base = first.untyped_storage().data_ptr()
+        if step > 0 and all(
+            v.untyped_storage().data_ptr() == base
+            and v.shape == first.shape and v.stride() == first.stride()
+            and v.data_ptr() == first.data_ptr() + i * step * first.element_size()
+            for i, v in enumerate(views)
+        ):  # fmt: skip
+            n, d = first.shape
+            return first.as_strided((n, len(views), d), (first.stride(0), step, first.stride(1)))
+        return torch.stack(views, dim=1)
+
+    return step_cached(env, ("stack_sensors", tuple(names)), compute)
 
 
 # ---------------------------------------------------------------- task
@@ -251,8 +268,8 @@ def foot_clearance(
     by the foot's horizontal speed; zero for rows whose command speed is at most
     ``command_threshold`` (mjlab ``feet_clearance``; site z is the height on flat ground).
     """
-    z = _stack_sensors(env, pos_sensors)[..., 2]  # (N, F)
-    speed = torch.linalg.vector_norm(_stack_sensors(env, vel_sensors)[..., :2], dim=2)  # (N, F)
+    z = stack_sensors(env, pos_sensors)[..., 2]  # (N, F)
+    speed = torch.linalg.vector_norm(stack_sensors(env, vel_sensors)[..., :2], dim=2)  # (N, F)
     cost = torch.sum((z - target_height).abs_() * speed, dim=1)
     return cost * (_command_speed(env, command_name) > command_threshold)
 
@@ -305,7 +322,7 @@ def feet_phase(
             (left, right).
         gait_command_name: the gait clock in ``env.commands``.
     """
-    z = _stack_sensors(env, pos_sensors)[..., 2]  # (N, F)
+    z = stack_sensors(env, pos_sensors)[..., 2]  # (N, F)
     target = expected_foot_height(env.commands[gait_command_name].foot_phase, swing_height)
     return _exp_kernel(torch.sum((z - target) ** 2, dim=1), sigma)
 
@@ -321,7 +338,7 @@ def foot_slip_l2(
 
     (mjlab ``feet_slip``; contact from the contact sensor ``sensor_name``.)
     """
-    v_xy = _stack_sensors(env, vel_sensors)[..., :2]  # (N, F, 2)
+    v_xy = stack_sensors(env, vel_sensors)[..., :2]  # (N, F, 2)
     contact = env.contact_sensors[sensor_name].in_contact  # (N, F)
     cost = torch.sum(v_xy.square().sum(dim=2) * contact, dim=1)
     return cost * (_command_speed(env, command_name) > command_threshold)
