@@ -1,17 +1,26 @@
 """Env steps/s of SAC training in the sync and async runtimes, against physics alone.
 
-From the repository root (packages installed), e.g. on the 16-core GPU machine:
+From the repository root (packages installed), e.g. on the 16-core GPU machine, the default
+SAC g1_walk_flat settings (owner YAML, no preset), every row of the table below in one run:
 
-    python benchmarks/async_vs_sync.py --num-envs 1024 --iterations 300 --device cuda --out async.json
+    python benchmarks/async_vs_sync.py --preset '' --num-envs 1024 --iterations 300 --device cuda --out async.json
 
-Uses the ``g1_walk_flat`` task with the ``laptop`` preset's algo settings (``--preset`` to change,
-``--set key=value`` to override, as ``unilab train``), no run directory. Four measurements, one after
-the other in this process:
+and the same side by side with another checkout (e.g. ``git worktree add /tmp/old907 907c15a``),
+each run in a child process whose ``PYTHONPATH`` puts that checkout's ``src`` folders first:
+
+    python benchmarks/async_vs_sync.py --preset '' --num-envs 1024 --iterations 300 --device cuda --ab /tmp/old907
+
+Uses the ``g1_walk_flat`` task with the ``laptop`` preset's algo settings unless ``--preset`` says
+otherwise (``--preset ''``: the owner defaults), ``--set key=value`` to override, as ``unilab
+train``; no run directory. The async rows use the config's collectors, shards and policy device
+unless ``--num-collectors``, ``--collector-shards`` or ``--policy-device`` list others. The rows,
+one after the other in this process:
 
 * ``backend``: ``MujocoBackend.step`` alone (mjbatch_uni, decimation 4, the reset pose's joint
   targets held, no env code, no resets) with the async runtime's physics threads: issue 4's
   physics-only denominator, same nworld and threads, same run.
-* ``physics``: ``env.step`` with uniform random actions, no learner: the env's ceiling.
+* ``env_step``: ``env.step`` with uniform random actions, no learner: the env's ceiling (robots
+  fall and reset, as early in training).
 * ``inference``: one actor forward (sampled action, normalizer included) for ``num_envs`` rows on
   the collector's CPU with ``--collector-threads`` torch threads, and on the learner device
   including the host->device and device->host copies: where acting is cheaper.
@@ -20,7 +29,8 @@ the other in this process:
   The last training row's learner acts (its exploration policy on the learner device) in a fresh
   env with the async split's physics threads, nothing else running, for ``2 * --iterations`` env
   steps. The rate counts only the time inside ``MujocoBackend.step`` (``env.physics_time_s``)
-  over the last 3/4 of them. The ``backend`` row holds every robot still at its reset pose; this
+  over the last 3/4 of them; ``env_step_training`` is the whole ``env.step`` over the same steps
+  (policy excluded). The ``backend`` row holds every robot still at its reset pose; this
   one moves and falls them as training does, which costs MuJoCo more solver work per step.
 * ``async``: :class:`unilab_rl.AsyncOffPolicyRunner`, the same; ``steady`` excludes the
   collector's start-up (spawn, imports, env build). With ``--num-collectors 1,2,4`` it runs once
@@ -42,6 +52,12 @@ Before the first training row, an untimed ``warmup`` (sync, ``learning_starts + 
 compiles the update once, so that no row pays the first ``torch.compile`` (tens of seconds on the
 GPU machine; it also takes CPU cores from physics) and the rows' order does not decide the
 comparison; ``--no-warmup`` skips it.
+
+After the rows it prints the collector's phase split of each async row (ms per iteration and share:
+``pull`` weights, ``policy``, ``physics``, ``env`` = the rest of ``env.step``, ``write``) and the
+ratios: physics on training states / at the reset pose, ``env.step`` on training states /
+physics on training states, and sync and async steady / physics on training states (issue 22's
+target: async >= 0.9).
 
 Physics threads: ``--nthread`` (0 = :func:`unilab.train.thread_split`'s choice: in async mode the
 cores left after the collector and learner threads; in sync mode every core); each of K async
@@ -82,22 +98,34 @@ def main() -> None:
                         help="physics threads of each async collector; 0 = the split's physics // K")
     parser.add_argument("--learner-threads", type=int, default=0)
     parser.add_argument("--block-steps", type=int, default=None)
-    parser.add_argument("--num-collectors", default="1",
+    parser.add_argument("--num-collectors", default=None,
                         help="async collector processes, a comma-separated list runs each (e.g. 1,2,4)")
-    parser.add_argument("--collector-shards", default="1",
+    parser.add_argument("--collector-shards", default=None,
                         help="env shards per async collector (runtime.collector_shards, one thread each), a "
                              "comma-separated list runs each (e.g. 1,2)")
-    parser.add_argument("--policy-device", default="cpu",
+    parser.add_argument("--policy-device", default=None,
                         help="where async collectors act (runtime.policy_device), a comma-separated list runs each "
                              "(e.g. cpu,learner)")
     parser.add_argument("--preset", default="laptop")
     parser.add_argument("--set", action="append", default=[], help="extra key=value override (repeatable)")
     parser.add_argument("--skip", action="append", default=[],
-                        choices=["backend", "physics", "inference", "sync", "async", "policy_physics"])
+                        choices=["backend", "env_step", "inference", "sync", "async", "policy_physics"])
     parser.add_argument("--no-warmup", dest="warmup", action="store_false",
                         help="skip the untimed compile warm-up before the first training row")
     parser.add_argument("--out", default=None, help="write the results as JSON here")
+    parser.add_argument("--ab", default=None, metavar="ROOT",
+                        help="another checkout: run this benchmark on it and on this one (child processes), "
+                             "print both and the new/old ratios")
     args = parser.parse_args()
+    if args.ab:
+        return ab(args)
+    from unilab.build import prepare
+
+    algo_reg, task_reg, backend_reg, cfg = prepare(
+        "sac", "g1_walk_flat", "mujoco", [f"training.num_envs={args.num_envs}", *args.set], args.preset or None)
+    for key, default in (("num_collectors", 1), ("collector_shards", 1), ("policy_device", "cpu")):
+        if getattr(args, key) is None:  # the config's own value (owner YAML, preset, --set)
+            setattr(args, key, str(_cfg_value(cfg, key, default)))
     collector_counts = [int(k) for k in str(args.num_collectors).split(",") if k.strip()]
     bad = [k for k in collector_counts if k < 1 or args.num_envs % k]
     if not collector_counts or bad:
@@ -114,7 +142,7 @@ def main() -> None:
 
     import dataclasses
 
-    from unilab.build import algo_settings, prepare, seed_everything, thread_split
+    from unilab.build import algo_settings, seed_everything, thread_split
     from unilab_rl import AsyncOffPolicyRunner, OffPolicyRunner
     from unilab_rl.device import resolve_device
 
@@ -138,7 +166,7 @@ def main() -> None:
 
     default_threads = torch.get_num_threads()
     trained = None
-    runs = [(r, 1, 1, "cpu") for r in ("backend", "physics", "inference", "sync") if r not in args.skip]
+    runs = [(r, 1, 1, "cpu") for r in ("backend", "env_step", "inference", "sync") if r not in args.skip]
     if "async" not in args.skip:
         runs += [("async" + ("" if k == 1 else f"_k{k}") + ("" if s == 1 else f"_s{s}") + ("" if p == "cpu" else f"_{p}"),
                   k, s, p) for k in collector_counts for s in shard_counts for p in policy_devices]
@@ -170,12 +198,12 @@ def main() -> None:
                 ctrl = env.robot.joint_pos.clone()
                 dt = _time(lambda: env.backend.step(ctrl, env.cfg.decimation), args.iterations)
                 results["backend"] = {"env_steps_per_s": args.num_envs / dt, "threads": threads}
-            elif runtime == "physics":
+            elif runtime == "env_step":
                 env.reset()
                 gen = torch.Generator().manual_seed(0)
                 step = lambda: env.step(agent.random_actions(env.num_envs, gen))  # noqa: E731
                 dt = _time(step, args.iterations)
-                results["physics"] = {"env_steps_per_s": args.num_envs / dt, "threads": threads}
+                results["env_step"] = {"env_steps_per_s": args.num_envs / dt, "threads": threads}
             elif runtime == "inference":
                 obs = env.reset()["actor"]
                 cpu_policy = __import__("copy").deepcopy(agent.exploration_policy()).to("cpu")
@@ -234,38 +262,26 @@ def main() -> None:
         try:  # the learner's exploration policy acts, on the learner device, nothing else runs
             policy = agent.exploration_policy()
             obs = env.reset()
+            env_time = 0.0
             for t in range(2 * args.iterations):
                 if t == args.iterations // 2:  # after a warm-up of iterations / 2 steps
-                    physics0, t0 = env.physics_time_s, time.perf_counter()
+                    physics0, env_time = env.physics_time_s, 0.0
                 with torch.no_grad():
                     actions = policy(obs["actor"].to(device)).to("cpu")
+                t1 = time.perf_counter()
                 obs = env.step(actions)[0]
+                env_time += time.perf_counter() - t1
             steps = 2 * args.iterations - args.iterations // 2
             results["policy_physics"] = {
                 "env_steps_per_s": steps * args.num_envs / (env.physics_time_s - physics0),
-                "env_step_env_steps_per_s": steps * args.num_envs / (time.perf_counter() - t0),
+                "env_step_env_steps_per_s": steps * args.num_envs / env_time,
                 "steps": steps, "threads": threads,
             }
         finally:
             env.close()
         print("policy_physics", json.dumps(results["policy_physics"], default=str), flush=True)
 
-    print()
-    print(f"{'':18s} {'env steps/s':>12s} {'steady':>10s} {'physics thr':>11s}  policy on")
-    for key in ("backend", "physics", "policy_physics", "sync", *(r[0] for r in runs if r[0].startswith("async"))):
-        if key in results:
-            r = results[key]
-            steady = r.get("steady_env_steps_per_s")
-            print(f"{key:18s} {r['env_steps_per_s']:12.1f} {'' if steady is None else f'{steady:10.1f}':>10s} "
-                  f"{r['threads']['physics']:11d}  {r.get('policy_device', '')}")
-    for base in ("backend", "policy_physics"):
-        if base not in results:
-            continue
-        for key in (r[0] for r in runs if r[0].startswith("async") or r[0] == "sync"):
-            if key in results and results[key].get("steady_env_steps_per_s"):
-                print(f"{key}: steady / {base} = "
-                      f"{results[key]['steady_env_steps_per_s'] / results[base]['env_steps_per_s']:.3f} "
-                      f"(issue 4 target >= 0.85)")
+    report(results, [r[0] for r in runs], args.iterations)
     if "inference" in results:
         r = results["inference"]
         print(f"policy inference at {args.num_envs} envs: collector CPU ({r['collector_threads']} thread) "
@@ -273,6 +289,88 @@ def main() -> None:
     if args.out:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=2, default=str)
+
+
+def _cfg_value(cfg, key: str, default):
+    """``key`` of the resolved config's ``algo`` section (or a ``runtime`` section, where the
+    execution settings may live), else ``default``."""
+    for section in ("algo", "runtime"):
+        value = getattr(getattr(cfg, section, None), key, None)
+        if value is not None:
+            return value
+    return default
+
+
+def _rates(results: dict) -> dict[str, float]:
+    """Row label -> env steps/s (the steady rate for the training rows)."""
+    out = {}
+    for key, r in results.items():
+        if not isinstance(r, dict) or key in ("warmup", "inference"):
+            continue
+        out[key] = r.get("steady_env_steps_per_s") or r.get("env_steps_per_s")
+        if key == "policy_physics":
+            out["env_step_training"] = r["env_step_env_steps_per_s"]
+    return out
+
+
+def report(results: dict, order: list[str], iterations: int) -> None:
+    """Print the rows, the async rows' collector phase split and the ratios."""
+    print()
+    print(f"{'':18s} {'env steps/s':>12s} {'steady':>10s} {'physics thr':>11s}  policy on")
+    first = ("backend", "env_step", "policy_physics")
+    for key in (*first, *(k for k in order if k not in first)):
+        if key in results and key not in ("warmup", "inference"):
+            r = results[key]
+            steady = r.get("steady_env_steps_per_s")
+            print(f"{key:18s} {r['env_steps_per_s']:12.1f} {'' if steady is None else f'{steady:10.1f}':>10s} "
+                  f"{r['threads']['physics']:11d}  {r.get('policy_device', '')}")
+            if key == "policy_physics":
+                print(f"{'env_step_training':18s} {r['env_step_env_steps_per_s']:12.1f}")
+    for key in (k for k in order if k.startswith("async") and k in results):
+        phases = results[key].get("collector_phase_time_s") or {}
+        total = sum(phases.values())
+        if total > 0:
+            print(f"{key} collector phases, ms per iteration (share): " + ", ".join(
+                f"{p} {1e3 * v / iterations:.2f} ({v / total:.0%})" for p, v in phases.items()))
+    rates = _rates(results)
+    pairs = [("policy_physics", "backend"), ("env_step_training", "policy_physics"), ("env_step", "backend")]
+    pairs += [(k, base) for base in ("policy_physics", "backend") for k in order
+              if (k == "sync" or k.startswith("async")) and k in rates]
+    for num, den in pairs:
+        if rates.get(num) and rates.get(den):
+            target = " (target >= 0.9)" if den == "policy_physics" and num.startswith("async") else ""
+            print(f"{num} / {den} = {rates[num] / rates[den]:.3f}{target}")
+
+
+def ab(args) -> None:
+    """Run this benchmark on the checkout ``args.ab`` (old) and on this one (new), each in a child
+    process with that checkout's ``src`` folders first on ``PYTHONPATH``; print both and new/old."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    roots = {"old": Path(args.ab).resolve(), "new": Path(__file__).resolve().parents[1]}
+    argv = [a for a in sys.argv[1:]]
+    i = argv.index("--ab")
+    del argv[i:i + 2]
+    argv = [a for a in argv if not a.startswith("--ab=")]
+    rates = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, root in roots.items():
+            out = Path(tmp) / f"{label}.json"
+            path = os.pathsep.join(str(root / p / "src") for p in ("unilab", "unisim", "unilab_rl", "mjbatch_uni"))
+            print(f"== {label}: {root}", flush=True)
+            rest = os.environ.get("PYTHONPATH")  # e.g. where the dependencies were installed
+            subprocess.run([sys.executable, __file__, *argv, "--out", str(out)], check=True,
+                           env={**os.environ, "PYTHONPATH": path + (os.pathsep + rest if rest else "")})
+            rates[label] = _rates(json.loads(out.read_text()))
+    print(f"\n{'env steps/s':18s} {'old':>10s} {'new':>10s} {'new/old':>8s}")
+    for key in rates["new"]:
+        o, n = rates["old"].get(key), rates["new"][key]
+        if o and n:
+            print(f"{key:18s} {o:10.1f} {n:10.1f} {n / o:8.3f}")
 
 
 if __name__ == "__main__":

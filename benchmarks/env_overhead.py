@@ -5,7 +5,7 @@ One command, from the repository root (packages installed):
     python benchmarks/env_overhead.py --num-envs 256,1024,4096 --steps 100 --repeats 3
     python benchmarks/env_overhead.py --num-envs 1024 --profile          # + top costs
 
-g1_walk_flat (the owner's task defaults) on ``MujocoBackend`` with ``--nthread`` physics threads
+g1_walk_flat (the shipped recipe, ``SHIPPED``) on ``MujocoBackend`` with ``--nthread`` physics threads
 (default 1) and ``torch.set_num_threads(--torch-threads)`` (default 1). Per env step it measures
 
 * ``total``: the whole ``env.step(actions)``;
@@ -24,6 +24,19 @@ only pushes and time-outs interrupt them, as with a trained policy. A warm-up of
 
 ``--profile`` times the phases of ``env.step`` (CPU time per phase, one block) and runs cProfile over one extra block of steps at the first num_envs and prints the top
 functions by own time (tottime) and by cumulative time, and the torch profiler's top ops.
+
+Old against new, side by side in one run (``--ab ROOT``): ROOT is another checkout of the
+repository (e.g. ``git worktree add /tmp/old907 907c15a``). Each repeat runs this script once
+per checkout in a child process whose ``PYTHONPATH`` puts that checkout's four ``src`` folders
+first, alternating which goes first, and the medians and the old/new ratios are printed:
+
+    python benchmarks/env_overhead.py --ab /tmp/old907 --num-envs 512,1024 --steps 40 --repeats 5
+
+Equivalence of two checkouts on a seeded rollout: ``--rollout-save FILE`` writes every
+observation, reward, termination flag and ``final_obs`` of ``--rollout-steps`` steps (uniform
+actions, then standing: resets, pushes and command resamples all happen) at the first num_envs;
+``--rollout-compare FILE``, run from the other checkout, prints the largest difference per
+tensor and whether all are bit-identical.
 """
 
 from __future__ import annotations
@@ -31,18 +44,32 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import json
+import os
 import pstats
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import torch
+
+
+# The shipped g1_walk_flat recipe, spelled out so that an older checkout (whose code defaults
+# kept these off and whose owner YAML turned them on) builds the same env.
+SHIPPED = {
+    "rewards": {"alive": 1.0, "feet_phase": 5.0, "orientation_l2": -10.0, "pose_l2": -0.5},
+    "gait": {"enabled": True}, "penalty_curriculum": {"enabled": True},
+}  # fmt: skip
 
 
 def build(num_envs: int, nthread: int, seed: int):
     from unilab.tasks.g1_walk_flat import G1WalkFlatConfig, make_env
     from unisim.backends.mujoco import MujocoBackend
 
-    return make_env(G1WalkFlatConfig(), backend_cls=MujocoBackend, num_envs=num_envs,
+    return make_env(G1WalkFlatConfig(**SHIPPED), backend_cls=MujocoBackend, num_envs=num_envs,
                     nthread=nthread, seed=seed)
 
 
@@ -93,7 +120,9 @@ class SectionTimer:
         for sensor in env.contact_sensors.values():
             targets[f"contact.update[{sensor.name}]"] = (sensor, "update")
         for name, command in env.commands.items():
-            targets[f"command.update[{name}]"] = (command, "update")
+            for hook in ("advance", "update"):  # clocks advance after physics, targets update later
+                if hasattr(command, hook):
+                    targets[f"command.{hook}[{name}]"] = (command, hook)
         for key, (obj, attr) in targets.items():
             setattr(obj, attr, self._wrap(key, getattr(obj, attr)))
 
@@ -163,6 +192,93 @@ def profile(env, timer, steps: int, gen: torch.Generator, top: int, actions: str
     print(p.key_averages().table(sort_by="self_cpu_time_total", row_limit=top))
 
 
+def rollout(n: int, nthread: int, seed: int, steps: int) -> dict[str, torch.Tensor]:
+    """Every output of ``steps`` env steps from a seeded start: uniform actions for the first
+    half (falls and resets), zero actions after (standing, pushes, command resamples)."""
+    env = build(n, nthread, seed)
+    try:
+        gen = torch.Generator().manual_seed(seed + 1)
+        out: dict[str, list[torch.Tensor]] = {}
+
+        def keep(key, value):
+            out.setdefault(key, []).append(value.detach().clone().float())
+
+        obs = env.reset()
+        for g, v in obs.items():
+            keep(f"reset/{g}", v)
+        lo, hi = env.action_low, env.action_high
+        for t in range(steps):
+            if t < steps // 2:
+                a = lo + (hi - lo) * torch.rand(n, env.num_actions, generator=gen)
+            else:
+                a = torch.zeros(n, env.num_actions)
+            obs, reward, terminated, truncated, extras = env.step(a)
+            for g, v in obs.items():
+                keep(f"obs/{g}", v)
+                keep(f"final_obs/{g}", extras["final_obs"][g])
+            keep("reward", reward)
+            keep("terminated", terminated)
+            keep("truncated", truncated)
+            keep("log", torch.tensor([v for _, v in sorted(extras["log"].items())], dtype=torch.float64))
+        return {k: torch.stack(v) if k != "log" else torch.cat(v) for k, v in out.items()}
+    finally:
+        env.close()
+
+
+def compare_rollouts(ref: dict[str, torch.Tensor], new: dict[str, torch.Tensor]) -> bool:
+    """Print the largest absolute difference per tensor; True when all are bit-identical."""
+    same = True
+    for key in sorted(set(ref) | set(new)):
+        if key not in ref or key not in new or ref[key].shape != new[key].shape:
+            print(f"{key:>24}: differs in presence or shape", flush=True)
+            same = False
+            continue
+        a, b = ref[key].double(), new[key].double()
+        equal = torch.equal(ref[key], new[key])
+        diff = (a - b).abs().nan_to_num(nan=float("inf")).max().item() if a.numel() else 0.0
+        same &= equal
+        print(f"{key:>24}: {'identical' if equal else f'max |diff| {diff:.3g}'}  {tuple(a.shape)}")
+    print("rollouts bit-identical" if same else "rollouts differ")
+    return same
+
+
+def _src_path(root: Path) -> str:
+    return os.pathsep.join(str(root / pkg / "src") for pkg in ("unilab", "unisim", "unilab_rl", "mjbatch_uni"))
+
+
+def ab(args) -> None:
+    """Run this script alternately on ``args.ab`` (old) and on this checkout (new)."""
+    old, new = Path(args.ab).resolve(), Path(__file__).resolve().parents[1]
+    child = [sys.executable, __file__, "--num-envs", args.num_envs, "--steps", str(args.steps),
+             "--warmup", str(args.warmup), "--repeats", "1", "--nthread", str(args.nthread),
+             "--torch-threads", str(args.torch_threads), "--seed", str(args.seed), "--actions", args.actions]
+    results: dict[str, list[dict]] = {"old": [], "new": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.repeats):
+            order = (("old", old), ("new", new)) if r % 2 == 0 else (("new", new), ("old", old))
+            for label, root in order:
+                out = Path(tmp) / f"{label}{r}.json"
+                rest = os.environ.get("PYTHONPATH")  # e.g. where the dependencies were installed
+                env = {**os.environ, "PYTHONPATH": _src_path(root) + (os.pathsep + rest if rest else "")}
+                subprocess.run([*child, "--json", str(out)], env=env, check=True, stdout=subprocess.DEVNULL)
+                rows = [json.loads(line) for line in out.read_text().splitlines()]
+                results[label] += rows
+                print(f"repeat {r} {label}: " + ", ".join(
+                    f"n={x['num_envs']} ovh_cpu={x['overhead_cpu']:.2f} resets={x['resets_per_step']:.1f}"
+                    for x in rows), flush=True)
+    print(f"\nold = {old}, new = {new}; ms per env step, median of {args.repeats} runs x {args.steps} steps, "
+          f"actions {args.actions}, physics threads {args.nthread}, torch threads {args.torch_threads}")
+    print(f"{'num_envs':>8} | {'old ovh cpu':>11} {'new ovh cpu':>11} {'old/new':>7} | "
+          f"{'old total cpu':>13} {'new total cpu':>13} | {'old phys cpu':>12} {'new phys cpu':>12}")
+    for n in (int(x) for x in args.num_envs.split(",")):
+        med = {lab: {k: statistics.median(x[k] for x in results[lab] if x["num_envs"] == n)
+                     for k in ("overhead_cpu", "total_cpu", "physics_cpu")} for lab in results}
+        o, w = med["old"], med["new"]
+        print(f"{n:>8} | {o['overhead_cpu']:>11.2f} {w['overhead_cpu']:>11.2f} "
+              f"{o['overhead_cpu'] / w['overhead_cpu']:>7.2f} | {o['total_cpu']:>13.2f} {w['total_cpu']:>13.2f} | "
+              f"{o['physics_cpu']:>12.2f} {w['physics_cpu']:>12.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--num-envs", default="256,1024,4096")
@@ -177,8 +293,26 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--actions", choices=("uniform", "standing"), default="uniform",
                     help="uniform in the action box (robots fall, many resets) or zero (robots stand)")
+    ap.add_argument("--json", default=None, help="append one JSON line per num_envs to this file")
+    ap.add_argument("--ab", default=None, metavar="ROOT",
+                    help="another checkout: run old (ROOT) and new (this one) alternately, print ratios")
+    ap.add_argument("--rollout-save", default=None, metavar="FILE")
+    ap.add_argument("--rollout-compare", default=None, metavar="FILE")
+    ap.add_argument("--rollout-steps", type=int, default=200)
     args = ap.parse_args()
     torch.set_num_threads(args.torch_threads)
+    if args.ab:
+        ab(args)
+        return
+    if args.rollout_save or args.rollout_compare:
+        n = int(args.num_envs.split(",")[0])
+        data = rollout(n, args.nthread, args.seed, args.rollout_steps)
+        if args.rollout_save:
+            torch.save(data, args.rollout_save)
+            print(f"saved {len(data)} tensors of a {args.rollout_steps}-step rollout at {n} envs to {args.rollout_save}")
+        if args.rollout_compare:
+            sys.exit(0 if compare_rollouts(torch.load(args.rollout_compare), data) else 1)
+        return
 
     rows = []
     sizes = [int(x) for x in args.num_envs.split(",")]
@@ -192,6 +326,9 @@ def main() -> None:
         med = {k: statistics.median(b[k] for b in blocks) for k in blocks[0]}
         rows.append((n, med, blocks))
         print(f"num_envs={n}: " + ", ".join(f"{k}={v:.3f}" for k, v in med.items()), flush=True)
+        if args.json:
+            with open(args.json, "a") as f:
+                f.write(json.dumps({"num_envs": n, **med}) + "\n")
         if args.profile and i == 0:
             sections(env, timer, args.profile_steps, gen, args.actions)
             profile(env, timer, args.profile_steps, gen, args.top, args.actions)

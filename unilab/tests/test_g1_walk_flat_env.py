@@ -27,7 +27,7 @@ def env():
 
 def test_env_satisfies_vecenv_protocol(env):
     assert isinstance(env, VecEnv)
-    assert env.obs_dims == {"actor": 99, "critic": 111}
+    assert env.obs_dims == {"actor": 103, "critic": 115}  # mjlab's 99 and 111 + the gait clock
     assert env.num_actions == 29
     assert env.max_episode_length == 1000  # 20 s at 50 Hz
     assert torch.all(env.action_low < 0) and torch.all(env.action_high > 0)
@@ -39,7 +39,7 @@ def test_step_shapes_dtypes_and_finite(env):
     for _ in range(10):
         a = env.action_low + (env.action_high - env.action_low) * torch.rand(4, 29)
         obs, reward, terminated, truncated, extras = env.step(a)
-        assert obs["actor"].shape == (4, 99) and obs["actor"].dtype == torch.float32
+        assert obs["actor"].shape == (4, 103) and obs["actor"].dtype == torch.float32
         assert reward.shape == (4,) and reward.dtype == torch.float32
         assert terminated.dtype == torch.bool and truncated.dtype == torch.bool
         assert torch.isfinite(obs["actor"]).all() and torch.isfinite(reward).all()
@@ -49,9 +49,9 @@ def test_step_shapes_dtypes_and_finite(env):
 def test_critic_group_has_no_noise_actor_does(env):
     env.reset()
     obs, *_ = env.step(torch.zeros(4, 29))
-    diff = (obs["actor"] - obs["critic"][:, :99]).abs()
+    diff = (obs["actor"] - obs["critic"][:, :103]).abs()
     assert diff[:, :3].max() > 0  # base_lin_vel carries ±0.5 noise
-    assert torch.allclose(obs["actor"][:, 67:99], obs["critic"][:, 67:99])  # actions + command
+    assert torch.allclose(obs["actor"][:, 67:103], obs["critic"][:, 67:103])  # actions, command, gait
 
 
 def test_time_out_truncates_and_does_not_terminate():
@@ -109,7 +109,7 @@ def test_episode_logs_name_every_reward_and_termination_term():
     assert rewards == {
         "track_linear_velocity", "track_angular_velocity", "upright", "pose", "body_ang_vel",
         "angular_momentum", "action_rate_l2", "joint_pos_limits", "foot_clearance", "foot_slip",
-        "self_collisions",
+        "self_collisions", "alive", "feet_phase", "orientation_l2", "pose_l2",
     }  # fmt: skip
     terminations = {k.split("/", 1)[1] for k in log if k.startswith("Episode_Termination/")}
     assert terminations == {"time_out", "fell_over", "nan_state"}

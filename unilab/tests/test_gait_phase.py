@@ -39,7 +39,7 @@ def test_phase_advances_by_dt_over_period_and_wraps():
     assert torch.all(gait.phase == 0.0) and torch.allclose(gait.frequency, torch.tensor(1.25))
     dt = 0.02
     for k in range(1, 61):  # 1.2 s = 1.5 periods: wraps once
-        gait.update(dt)
+        gait.advance(dt)
         expected = (k * dt / 0.8) % 1.0
         circular = torch.remainder(gait.phase - expected + 0.5, 1.0) - 0.5  # 0.9999999 ~ 0
         assert torch.all(circular.abs() < 1e-5), (k, gait.phase, expected)
@@ -58,13 +58,13 @@ def test_stand_command_snaps_both_feet_to_pi_and_the_clock_runs_on():
     gait = mdp.GaitPhaseCommand(env, mdp.GaitPhaseSettings(frequency_width_hz=0.0, randomize_phase=False))
     gait.reset(torch.arange(2))  # the env resets commands in order, so the twist is known now
     for _ in range(10):
-        gait.update(0.02)
+        gait.advance(0.02)
     assert gait.is_standing.tolist() == [True, False]
     assert gait.foot_phase[0].tolist() == pytest.approx([math.pi, math.pi])
     assert gait.command[0].tolist() == pytest.approx([0.0, 0.0, -1.0, -1.0], abs=1e-6)
     assert float(gait.phase[0]) == pytest.approx(0.2, abs=1e-5)  # the clock kept running
     env.commands["twist"].command[0] = torch.tensor([0.3, 0.0, 0.0])  # walk again: resume
-    gait.update(0.02)
+    gait.advance(0.02)
     assert not gait.is_standing[0]
     assert float(gait.foot_phase[0, 0]) == pytest.approx(2 * math.pi * 0.22 - math.pi, abs=1e-4)
 
@@ -137,7 +137,7 @@ def test_gait_adds_four_columns_to_actor_and_critic_only_when_enabled():
         reset_z_m=(0.0, 0.0),
     )  # fmt: skip
     try:
-        assert env.obs_dims == {"actor": 103, "critic": 115}  # default 99 and 111 (test_g1_walk_flat_env)
+        assert env.obs_dims == {"actor": 103, "critic": 115}  # without it 99 and 111 (test_mdp_observations)
         # standing in the default pose: both soles 3.5 mm up, both targets 0
         env.reset()
         env.commands["twist"].command[:] = 0.0
@@ -167,7 +167,8 @@ def test_gait_adds_four_columns_to_actor_and_critic_only_when_enabled():
 
 def test_feet_phase_needs_the_gait_clock_and_the_frequency_stays_positive():
     with pytest.raises(ValueError, match="env.gait.enabled=true"):
-        G1WalkFlatConfig(rewards={"feet_phase": 5.0})
+        G1WalkFlatConfig(gait={"enabled": False})  # feet_phase keeps its default 5.0
+    assert G1WalkFlatConfig(gait={"enabled": False}, rewards={"feet_phase": 0.0}).gait.enabled is False
     with pytest.raises(ValueError, match="frequency_width_hz"):
         G1WalkFlatConfig(gait={"period_s": 2.0, "frequency_width_hz": 0.5})
 
@@ -181,10 +182,10 @@ def test_config_errors_are_one_line_naming_the_keys():
 
     model = build_run_model(_Algo, G1WalkFlatConfig)
     with pytest.raises(ConfigError) as err:
-        resolve_config(model, [], ["env.rewards.feet_phase=5.0"])
+        resolve_config(model, [], ["env.gait.enabled=false"])
     assert str(err.value) == (
         "invalid env: env.rewards.feet_phase=5 needs env.gait.enabled=true "
-        "(the reward follows the gait clock)"
+        "(the reward follows the gait clock); without the clock set env.rewards.feet_phase=0"
     )
     with pytest.raises(ConfigError, match=r"^invalid env.gait: frequency_width_hz=1"):
         resolve_config(model, [], ["env.gait.frequency_width_hz=1.0"])

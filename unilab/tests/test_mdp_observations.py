@@ -17,9 +17,17 @@ ACTOR = [("base_lin_vel", 3), ("base_ang_vel", 3), ("projected_gravity", 3), ("j
 CRITIC = ACTOR + [("foot_height", 2), ("foot_air_time", 2), ("foot_contact", 2), ("foot_contact_forces", 6)]
 
 
+# mjlab's recipe alone: the code default without holosoma's gait clock, alive bonus, posture
+# penalties and penalty curriculum
+MJLAB = {
+    "gait": {"enabled": False}, "penalty_curriculum": {"enabled": False},
+    "rewards": {"alive": 0.0, "feet_phase": 0.0, "orientation_l2": 0.0, "pose_l2": 0.0},
+}  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def env():
-    cfg = G1WalkFlatConfig(domain_randomization={"enabled": False}, push={"enabled": False})
+    cfg = G1WalkFlatConfig(**MJLAB, domain_randomization={"enabled": False}, push={"enabled": False})
     e = make_env(cfg, backend_cls=MujocoBackend, num_envs=N, nthread=1, seed=0)
     yield e
     e.close()

@@ -22,10 +22,18 @@ N = 2
 JOINTS = list(g1.G1_JOINT_NAMES)
 
 
+# mjlab's recipe alone: the code default without holosoma's gait clock, alive bonus, posture
+# penalties and penalty curriculum
+MJLAB = {
+    "gait": {"enabled": False}, "penalty_curriculum": {"enabled": False},
+    "rewards": {"alive": 0.0, "feet_phase": 0.0, "orientation_l2": 0.0, "pose_l2": 0.0},
+}  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def env():
     cfg = G1WalkFlatConfig(
-        reset_yaw_rad=0.0, reset_xy_m=0.0, reset_z_m=(0.0, 0.0), observation_noise=False,
+        **MJLAB, reset_yaw_rad=0.0, reset_xy_m=0.0, reset_z_m=(0.0, 0.0), observation_noise=False,
         domain_randomization={"enabled": False}, push={"enabled": False},
     )  # fmt: skip
     e = make_env(cfg, backend_cls=MujocoBackend, num_envs=N, nthread=1, seed=0)
@@ -52,6 +60,7 @@ def put(env, *, joints=None, base_quat=None, base_z=0.0, lin_vel=None, ang_vel=N
     for sensor in env.contact_sensors.values():
         sensor.refresh()
     env.commands["twist"].command[:] = torch.tensor(command, dtype=torch.float32)
+    env.step_cache.clear()  # the state and command changed outside a step
 
 
 def term(env, name):
@@ -188,11 +197,12 @@ def test_reward_is_weight_times_dt_times_terms_and_episode_sums_log(env):
 
 @pytest.fixture(scope="module")
 def holosoma_env():
-    """g1_walk_flat with holosoma's two quadratic posture penalties switched on."""
+    """g1_walk_flat's code default (holosoma's quadratic posture penalties on) with holosoma's
+    yaw-only tracking kernel and roll/pitch-rate penalty switched on."""
     cfg = G1WalkFlatConfig(
         reset_yaw_rad=0.0, reset_xy_m=0.0, reset_z_m=(0.0, 0.0), observation_noise=False,
         domain_randomization={"enabled": False}, push={"enabled": False},
-        rewards={"orientation_l2": -10.0, "pose_l2": -0.5},
+        tracking={"ang_vel_kernel": "yaw"}, rewards={"ang_vel_xy": -1.0},
     )  # fmt: skip
     e = make_env(cfg, backend_cls=MujocoBackend, num_envs=N, nthread=1, seed=0)
     yield e
@@ -208,6 +218,20 @@ def test_orientation_l2_is_zero_upright_and_sin2_of_the_tilt_without_saturating(
         quat = (math.cos(theta / 2), 0.0, math.sin(theta / 2), 0.0)  # pitch by theta
         put(env, base_quat=quat)
         assert torch.allclose(term(env, "orientation_l2"), torch.full((N,), math.sin(theta) ** 2), atol=1e-5)
+
+
+def test_yaw_kernel_ignores_roll_and_pitch_rate_which_the_separate_penalty_charges(holosoma_env):
+    env = holosoma_env
+    w = env.reward_manager.terms
+    assert w["track_angular_velocity"].func.__name__ == "track_yaw_rate" and w["ang_vel_xy"].weight == -1.0
+    # roll rate 0.3 rad/s, pitch rate 0.2, yaw on command: the yaw kernel stays 1, the
+    # coupled kernel would pay exp(-0.13 / 0.5) (test above); the penalty is |w_xy|^2
+    put(env, ang_vel=(0.3, 0.2, 0.4), command=(0.0, 0.0, 0.4))
+    assert torch.allclose(term(env, "track_angular_velocity"), torch.ones(N), atol=1e-5)
+    assert torch.allclose(term(env, "ang_vel_xy"), torch.full((N,), 0.13), atol=1e-5)
+    # yaw 0.25 rad/s off the command: exp(-0.0625 / 0.5^2) with holosoma's width
+    put(env, ang_vel=(0.0, 0.0, 0.15), command=(0.0, 0.0, 0.4))
+    assert torch.allclose(term(env, "track_angular_velocity"), torch.full((N,), math.exp(-0.25)), atol=1e-5)
 
 
 @pytest.mark.parametrize(

@@ -77,8 +77,8 @@ def test_term_layout_and_joint_signs(env):
         assert names[jperm[i]] == mirror_name(name)
         kind = name.removesuffix("_joint").rsplit("_", 1)[-1]
         assert jsign[i] == (-1.0 if kind in ("roll", "yaw") else 1.0), name
-    # the actor group is the critic's first 99 columns
-    assert torch.equal(env.mirror.obs["actor"][0], perm[:99]) and torch.equal(env.mirror.obs["actor"][1], sign[:99])
+    # the actor group is the critic's first 103 columns
+    assert torch.equal(env.mirror.obs["actor"][0], perm[:103]) and torch.equal(env.mirror.obs["actor"][1], sign[:103])
 
 
 def test_gait_phase_term_swaps_the_feet():

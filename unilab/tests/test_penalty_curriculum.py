@@ -26,7 +26,7 @@ def _env(**overrides):
 
 
 def test_curriculum_scales_only_the_penalties_and_rises_after_long_episodes():
-    plain = _env()
+    plain = _env(penalty_curriculum={"enabled": False})
     env = _env(penalty_curriculum={"enabled": True, "initial": 0.1, "step": 0.05})
     try:
         rm, base = env.reward_manager, plain.reward_manager
@@ -67,8 +67,9 @@ def test_last_values_divide_out_the_penalty_scale_and_mark_a_zero_scale_unknown(
         zero.close()
 
 
-def test_alive_bonus_pays_surviving_rows_and_is_off_by_default():
-    off = _env()
+def test_alive_bonus_pays_surviving_rows_and_switches_off_at_weight_zero():
+    assert G1WalkFlatConfig().rewards.alive == 1.0  # on by default (holosoma)
+    off = _env(rewards={"alive": 0.0})
     assert "alive" not in off.reward_manager.names  # weight 0: not evaluated
     off.close()
     env = _env(rewards={"alive": 1.0})

@@ -1,9 +1,16 @@
 """ManagerBasedRlEnv: a batched RL env assembled from term dicts on a unisim backend.
 
 It satisfies :class:`unilab_rl.VecEnv`. One env step: process the action into joint targets, step
-the physics ``decimation`` times, refresh the robot view and the contact sensors, update commands,
-evaluate terminations (terminated vs time-out truncation), rewards (``weight * term * step_dt``),
-observations, then reset the rows that ended and fire interval events (pushes).
+the physics ``decimation`` times, refresh the robot view and the contact sensors, advance the
+commands' clocks (gait phase, reference motion frame), evaluate terminations (terminated vs
+time-out truncation) and rewards (``weight * term * step_dt``) with the commands the policy
+observed, update the commands (resampling due rows), compute the observations, fire interval events
+(pushes) on the rows that go on, then reset the rows that ended.
+
+Terminations and rewards come before the command update, as in mjlab's
+``ManagerBasedRlEnv.step`` (mujocolab/mjlab@01b98a3, ``src/mjlab/envs/manager_based_rl_env.py``):
+a command resampled in this step is first seen in this step's observation and first rewarded in
+the next step, so no transition is rewarded for a command its observation did not hold.
 
 Everything is batched over rows in torch; no Python loop runs over envs. Observations are computed
 once per step when no row ends; otherwise a second time, and only the ended rows take the new
@@ -57,9 +64,12 @@ class EnvCfg:
         episode_length_s: episode duration before time-out truncation, s.
         observations: group -> term name -> ObsTerm (groups "actor" and "critic").
         rewards, terminations, events: term name -> term.
-        commands: name -> factory ``f(env) -> command`` with ``command`` (N, d) and
-            ``update(dt)`` / ``reset(env_ids)``; an optional ``metrics() -> dict[str, float]`` is
-            added to the step's log whenever rows reset.
+        commands: name -> factory ``f(env) -> command`` with ``command`` (N, d),
+            ``reset(env_ids)`` and one or both of ``advance(dt)``, run right after the physics
+            (a clock that moves with the state: a gait phase, a reference motion's frame), and
+            ``update(dt)``, run after terminations and rewards (a target that is resampled, which
+            the rewards must see as the policy observed it); an optional
+            ``metrics() -> dict[str, float]`` is added to the step's log whenever rows reset.
         tracked_bodies: bodies the backend reports poses and velocities for.
         contact_sensors: name -> :class:`~unilab.envs.contact.ContactSensorCfg`; the MJCF must
             contain their MuJoCo sensors (:func:`~unilab.envs.contact.add_contact_sensors`).
@@ -151,6 +161,8 @@ class ManagerBasedRlEnv:
         self.action_low = self.action_manager.low
         self.action_high = self.action_manager.high
         self.commands = {name: make(self) for name, make in cfg.commands.items()}
+        self._advancing = [c for c in self.commands.values() if hasattr(c, "advance")]
+        self._updating = [c for c in self.commands.values() if hasattr(c, "update")]
         self.event_manager = EventManager(self, cfg.events)
         self.reward_manager = RewardManager(self, cfg.rewards, cfg.penalty_curriculum)
         self.termination_manager = TerminationManager(self, cfg.terminations)
@@ -181,16 +193,26 @@ class ManagerBasedRlEnv:
         for sensor in self.contact_sensors.values():
             sensor.update(self.step_dt)
         self.episode_length += 1
-        for command in self.commands.values():
-            command.update(self.step_dt)
+        for command in self._advancing:
+            command.advance(self.step_dt)
         self.step_cache.clear()  # terms share per-step values through it (rewards: command speed)
 
+        # Terminations and rewards see the commands of the observation the action was chosen on.
         terminated, truncated = self.termination_manager.compute()
         reward = self.reward_manager.compute()
+        for command in self._updating:
+            command.update(self.step_dt)
+        self.step_cache.clear()
         final_obs = self.observation_manager.compute()
         terminated, diverged = self._contain_divergence(terminated, reward, final_obs)
 
-        done_ids = (terminated | truncated).nonzero(as_tuple=False).flatten()
+        done = terminated | truncated
+        # Interval events (pushes) act after the observation: the policy sees their effect in the
+        # next step's observation, as an unobserved disturbance of the next transition. Rows that
+        # end now are not pushed: they reset below, after every push of this step, and their
+        # timers restart there.
+        self.event_manager.step(skip=done)
+        done_ids = done.nonzero(as_tuple=False).flatten()
         log: dict[str, float] = {}
         if len(done_ids):
             log = self._reset_rows(done_ids)
@@ -200,9 +222,6 @@ class ManagerBasedRlEnv:
             obs = final_obs
         log[DIVERGED_KEY] = diverged / self.num_envs
         log[ENDED_KEY] = len(done_ids) / self.num_envs
-        # Interval events (pushes) act after the observation: the policy sees their effect in the
-        # next step's observation, as an unobserved disturbance of this transition.
-        self.event_manager.step()
         self.step_cache.clear()
         return obs, reward, terminated, truncated, {"final_obs": final_obs, "log": log}
 
@@ -264,6 +283,7 @@ class ManagerBasedRlEnv:
         if not self.event_manager.first_reset_resets_backend:
             self.backend.reset(env_ids)  # else the first reset event resets these rows itself
         self.event_manager.apply("reset", env_ids)
+        self.event_manager.reset(env_ids)  # interval timers restart with the episode
         self.robot.refresh()
         for sensor in self.contact_sensors.values():
             sensor.reset(env_ids)

@@ -83,6 +83,9 @@ class JointPositionAction:
         self.high = reach / self.scale
         self.low = -self.high
         self.actuator_ids = robot.meta.actuator_ids.to(env.device)
+        self._ctrl_cols = _as_slice(self.actuator_ids)  # a slice when contiguous (the G1: 0..28)
+        if not isinstance(self._ctrl_cols, slice):
+            self._ctrl_cols = self.actuator_ids
         n, j = env.num_envs, len(scale)
         self.action = torch.zeros(n, j, device=env.device)
         self.prev_action = torch.zeros(n, j, device=env.device)
@@ -95,8 +98,8 @@ class JointPositionAction:
     def process(self, action: torch.Tensor) -> torch.Tensor:
         """Store the action and return the (N, nu) ctrl of joint targets, rad."""
         self.prev_action.copy_(self.action)
-        self.action.copy_(torch.clamp(action, self.low, self.high))
-        self.ctrl[:, self.actuator_ids] = self.offset + self.scale * self.action
+        torch.clamp(action, self.low, self.high, out=self.action)
+        self.ctrl[:, self._ctrl_cols] = self.offset + self.scale * self.action
         return self.ctrl
 
     def reset(self, env_ids: torch.Tensor) -> None:
@@ -254,6 +257,9 @@ class RewardManager:
             penalty scale included), before any reset; zeros before the first.
         last_scale: (T,) float32 the factors ``last`` was scaled by (:meth:`last_values` divides
             them out).
+        ended_sums: (k, T) float32 the weighted episode sums of the k rows of the last
+            :meth:`reset`, before they were zeroed (a command curriculum reads them); None before
+            the first reset.
     """
 
     def __init__(
@@ -275,6 +281,7 @@ class RewardManager:
         self.episode_sums = torch.zeros(env.num_envs, len(self.terms), device=env.device)
         self.last = torch.zeros(env.num_envs, len(self.terms), device=env.device)
         self.last_scale = self._scale
+        self.ended_sums: torch.Tensor | None = None
 
     def _effective_scale(self) -> torch.Tensor:
         """(T,) weight * step_dt, negative-weight terms times :attr:`penalty_scale`."""
@@ -305,7 +312,8 @@ class RewardManager:
         episode length (mjlab/IsaacLab convention); then zero those rows."""
         if not self.terms:
             return {}
-        means = (self.episode_sums[env_ids].mean(dim=0) / self.env.max_episode_length_s).tolist()
+        self.ended_sums = self.episode_sums[env_ids]
+        means = (self.ended_sums.mean(dim=0) / self.env.max_episode_length_s).tolist()
         self.episode_sums[env_ids] = 0.0
         log = {f"Episode_Reward/{n}": v for n, v in zip(self.names, means)}
         if self.curriculum is not None:
@@ -347,9 +355,8 @@ class TerminationManager:
         if not self.terms:
             z = torch.zeros(n, dtype=torch.bool, device=dev)
             return z, z.clone()
-        env, last = self.env, self.last
-        for i, (func, params) in enumerate(self._calls):
-            last[:, i] = func(env, **params)
+        env = self.env
+        self.last = last = torch.stack([func(env, **params) for func, params in self._calls], dim=1)
         terminated = last[:, self._term_cols].any(dim=1)
         truncated = last[:, self._time_out_cols].any(dim=1) & ~terminated
         self.terminated = terminated
@@ -365,7 +372,16 @@ class TerminationManager:
 
 # ============================================================================ events
 class EventManager:
-    """Runs event terms at startup, on reset rows, and at random intervals per row."""
+    """Runs event terms at startup, on reset rows, and at random intervals per row.
+
+    Interval terms keep a per-row timer, drawn from ``U(interval_range_s)`` s when the manager is
+    built, when the term fires and when the row resets (:meth:`reset`), so a row's first firing
+    comes at least ``interval_range_s[0]`` s after its reset (mjlab ``EventManager.reset``, fixed
+    in mjlab PR #1140; IsaacLab PR #1750).
+
+    Attributes:
+        time_left: interval term name -> (N,) float32 s until the term fires for each row.
+    """
 
     def __init__(self, env: "ManagerBasedRlEnv", terms: dict[str, EventTerm]) -> None:
         self.env = env
@@ -394,11 +410,26 @@ class EventManager:
             if term.mode == mode and len(env_ids):
                 term.func(self.env, env_ids, **term.params)
 
-    def step(self) -> None:
-        """Advance interval timers by one env step and fire the due terms."""
+    def reset(self, env_ids: torch.Tensor) -> None:
+        """Re-arm the interval timers of rows ``env_ids`` (k,) int64: a new episode starts a new
+        interval rather than inheriting the old episode's remaining time."""
+        if len(env_ids):
+            for name in self.time_left:
+                self._draw_interval(name, env_ids)
+
+    def step(self, skip: torch.Tensor | None = None) -> None:
+        """Advance interval timers by one env step and fire the due terms.
+
+        Args:
+            skip: optional (N,) bool rows that must not fire now (rows that end this step: their
+                state is about to be reset and :meth:`reset` re-arms their timers).
+        """
         for name, left in self.time_left.items():
             left -= self.env.step_dt
-            due = (left <= 0.0).nonzero(as_tuple=False).flatten()
+            due = left <= 0.0
+            if skip is not None:
+                due &= ~skip
+            due = due.nonzero(as_tuple=False).flatten()
             if len(due):
                 self.terms[name].func(self.env, due, **self.terms[name].params)
                 self._draw_interval(name, due)

@@ -156,7 +156,9 @@ class RobotView:
 
         Joint quantities are views of the backend's tensors when the joints' addresses are
         contiguous (the G1: qpos 7..35), gathered copies otherwise; either way they are only
-        valid until the next backend step or reset (clone to keep a snapshot).
+        valid until the next backend step or reset (clone to keep a snapshot). The base-frame
+        velocity and gravity are computed on first use after each refresh (the refresh after a
+        reset is often not read before the next step's).
         """
         qpos, qvel = self.backend.qpos, self.backend.qvel
         self.joint_pos = qpos[:, self._qpos_sel]
@@ -164,12 +166,27 @@ class RobotView:
         self.base_pos_w = qpos[:, 0:3]
         self.base_quat_w = qpos[:, 3:7]
         # Free joint: qvel[0:3] is the world-frame linear velocity, qvel[3:6] the local angular one.
-        self.base_lin_vel_b = quat_rotate_inverse(self.base_quat_w, qvel[:, 0:3])
+        self._base_lin_vel_w = qvel[:, 0:3]
+        self._base_lin_vel_b: torch.Tensor | None = None
+        self._projected_gravity_b: torch.Tensor | None = None
         self.base_ang_vel_b = qvel[:, 3:6]
-        self.projected_gravity_b = projected_gravity(self.base_quat_w)
         pos, quat, lin, ang = self.backend.body_state()
         self.body_pos_w, self.body_quat_w = pos, quat
         self.body_lin_vel_w, self.body_ang_vel_w = lin, ang
+
+    @property
+    def base_lin_vel_b(self) -> torch.Tensor:
+        """(N, 3) float32 base linear velocity in the base frame, m/s."""
+        if self._base_lin_vel_b is None:
+            self._base_lin_vel_b = quat_rotate_inverse(self.base_quat_w, self._base_lin_vel_w)
+        return self._base_lin_vel_b
+
+    @property
+    def projected_gravity_b(self) -> torch.Tensor:
+        """(N, 3) float32 unit gravity direction in the base frame."""
+        if self._projected_gravity_b is None:
+            self._projected_gravity_b = projected_gravity(self.base_quat_w)
+        return self._projected_gravity_b
 
 
 def _as_slice(index: torch.Tensor) -> slice | torch.Tensor:

@@ -50,10 +50,17 @@ def quat_from_yaw(yaw: torch.Tensor) -> torch.Tensor:
 
 
 def projected_gravity(q: torch.Tensor) -> torch.Tensor:
-    """(..., 3) unit gravity direction (0, 0, -1) in the frame of the (..., 4) wxyz quaternion q."""
-    g = torch.zeros(q.shape[:-1] + (3,), dtype=q.dtype, device=q.device)
-    g[..., 2] = -1.0
-    return quat_rotate_inverse(q, g)
+    """(..., 3) unit gravity direction (0, 0, -1) in the frame of the (..., 4) wxyz quaternion q.
+
+    :func:`quat_rotate_inverse` of (0, 0, -1) written out: (2(wy - zx), -2(wx + zy),
+    2(x^2 + y^2) - 1), in the same float operations (x and y components bit for bit; z rounded
+    once in ``addcmul`` as ``torch.cross`` rounds it), with 7 tensor ops instead of 12.
+    """
+    w, x, y, z = q.unbind(-1)
+    x2, y2 = 2.0 * x, 2.0 * y
+    return torch.stack(
+        (w * y2 - z * x2, -(w * x2) - z * y2, torch.addcmul(y * y2, x, x2) - 1.0), dim=-1
+    )
 
 
 def quat_conjugate(q: torch.Tensor) -> torch.Tensor:

@@ -7,6 +7,7 @@ from unilab.envs.mdp.commands import (
     GaitPhaseCommand,
     GaitPhaseSettings,
     UniformVelocityCommand,
+    VelocityCommandCurriculum,
     VelocityCommandRanges,
 )
 from unilab.envs.mdp.events import (
@@ -35,6 +36,7 @@ from unilab.envs.mdp.observations import (
 from unilab.envs.mdp.rewards import (
     is_alive,
     action_rate_l2,
+    ang_vel_xy_l2,
     angular_momentum_l2,
     body_ang_vel_l2,
     joint_deviation_l2,
@@ -48,6 +50,7 @@ from unilab.envs.mdp.rewards import (
     self_collision_count,
     track_angular_velocity,
     track_linear_velocity,
+    track_yaw_rate,
     upright,
     variable_posture,
 )
@@ -58,8 +61,10 @@ __all__ = [
     "GaitPhaseCommand",
     "GaitPhaseSettings",
     "UniformVelocityCommand",
+    "VelocityCommandCurriculum",
     "VelocityCommandRanges",
     "action_rate_l2",
+    "ang_vel_xy_l2",
     "angular_momentum_l2",
     "bad_orientation",
     "base_ang_vel",
@@ -95,6 +100,7 @@ __all__ = [
     "time_out",
     "track_angular_velocity",
     "track_linear_velocity",
+    "track_yaw_rate",
     "upright",
     "variable_posture",
 ]

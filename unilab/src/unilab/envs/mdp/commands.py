@@ -25,17 +25,57 @@ class VelocityCommandRanges:
     standing_fraction: float = 0.1
 
 
+@dataclass
+class VelocityCommandCurriculum:
+    """Command ranges that widen as tracking improves (unitree_rl_lab ``lin_vel_cmd_levels`` /
+    ``ang_vel_cmd_levels``, unitreerobotics/unitree_rl_lab@aa0a736
+    ``tasks/locomotion/mdp/curriculums.py``).
+
+    Two levels, fractions of the full ranges: linear (x and y) and angular (yaw rate). Each starts
+    at ``initial_fraction``. At the first reset at least ``interval_s`` of env time after the last
+    check, each level grows by ``step_fraction`` (up to 1) when the episodes ended since that check
+    earned, per second of the maximum episode length, more than ``threshold`` x the weight of its
+    tracking term (``lin_term`` / ``ang_term`` of the env's reward manager).
+
+    Attributes:
+        initial_fraction, step_fraction: level at the start and growth per check (dimensionless).
+        threshold: fraction of the tracking term's weight that counts as tracking well.
+        interval_s: env time between checks, s.
+        lin_term, ang_term: reward term names of the linear and angular tracking.
+    """
+
+    initial_fraction: float = 0.5
+    step_fraction: float = 0.1
+    threshold: float = 0.8
+    interval_s: float = 1.0
+    lin_term: str = "track_linear_velocity"
+    ang_term: str = "track_angular_velocity"
+
+
 class UniformVelocityCommand:
     """(N, 3) commanded (v_x, v_y, w_z) drawn uniformly, resampled on a per-env timer.
+
+    With a :class:`VelocityCommandCurriculum`, each range is scaled about 0 by its level: (lo, hi)
+    becomes (level * lo, level * hi).
 
     Attributes:
         command: (N, 3) float32 (m/s, m/s, rad/s).
         is_standing: (N,) bool rows commanded to stand still.
+        lin_level, ang_level: the curriculum's levels (1.0 without a curriculum).
+        resampled: whether the last :meth:`update` drew new commands for any row (commands that
+            follow this one, e.g. the gait clock's stand state, skip their refresh otherwise).
     """
 
-    def __init__(self, env, ranges: VelocityCommandRanges) -> None:
+    def __init__(
+        self, env, ranges: VelocityCommandRanges, curriculum: VelocityCommandCurriculum | None = None
+    ) -> None:
         self.env = env
         self.ranges = ranges
+        self.curriculum = curriculum
+        self.lin_level = self.ang_level = 1.0 if curriculum is None else curriculum.initial_fraction
+        self._since_check_s = 0.0
+        self._ended = [0.0, 0.0, 0]  # since the last check: lin sum, ang sum, episodes
+        self.resampled = True
         n = env.num_envs
         self.command = torch.zeros(n, 3, device=env.device)
         self.is_standing = torch.zeros(n, dtype=torch.bool, device=env.device)
@@ -47,8 +87,14 @@ class UniformVelocityCommand:
 
     def _resample(self, env_ids: torch.Tensor) -> None:
         r, n = self.ranges, len(env_ids)
+        lin, ang = self.lin_level, self.ang_level
         cmd = torch.stack(
-            (self._u(n, *r.lin_vel_x), self._u(n, *r.lin_vel_y), self._u(n, *r.ang_vel_z)), dim=1
+            (
+                self._u(n, lin * r.lin_vel_x[0], lin * r.lin_vel_x[1]),
+                self._u(n, lin * r.lin_vel_y[0], lin * r.lin_vel_y[1]),
+                self._u(n, ang * r.ang_vel_z[0], ang * r.ang_vel_z[1]),
+            ),
+            dim=1,
         )
         standing = self._u(n, 0.0, 1.0) < r.standing_fraction
         cmd[standing] = 0.0
@@ -57,16 +103,52 @@ class UniformVelocityCommand:
         self.time_left[env_ids] = self._u(n, *r.resampling_time_s)
 
     def update(self, dt: float) -> None:
-        """Advance timers by ``dt`` s and resample the expired rows."""
+        """Advance timers by ``dt`` s and resample the expired rows. The env calls it after the
+        step's terminations and rewards, so these see the command the policy observed."""
+        self._since_check_s += dt
         self.time_left -= dt
         due = (self.time_left <= 0.0).nonzero(as_tuple=False).flatten()
-        if len(due):
+        self.resampled = bool(len(due))
+        if self.resampled:
             self._resample(due)
 
+    def _advance_curriculum(self, env_ids: torch.Tensor) -> None:
+        """Fold the episodes that just ended (rows ``env_ids``; the reward manager's
+        ``ended_sums`` of the same reset) into the curriculum and widen the ranges when due."""
+        c, rm = self.curriculum, getattr(self.env, "reward_manager", None)
+        ended = getattr(rm, "ended_sums", None)
+        if ended is None or len(ended) != len(env_ids):
+            return  # built before the reward manager: no episode has ended yet
+        ran = self.env.episode_length[env_ids] > 0  # the env's first reset ends no episode
+        num_ended = int(ran.sum())
+        if num_ended == 0:
+            return
+        names = rm.names
+        self._ended[0] += float(ended[ran, names.index(c.lin_term)].sum())
+        self._ended[1] += float(ended[ran, names.index(c.ang_term)].sum())
+        self._ended[2] += num_ended
+        if self._since_check_s < c.interval_s:
+            return
+        per_s = self._ended[2] * self.env.max_episode_length_s
+        if self._ended[0] / per_s > c.threshold * rm.terms[c.lin_term].weight:
+            self.lin_level = min(1.0, self.lin_level + c.step_fraction)
+        if self._ended[1] / per_s > c.threshold * rm.terms[c.ang_term].weight:
+            self.ang_level = min(1.0, self.ang_level + c.step_fraction)
+        self._since_check_s, self._ended = 0.0, [0.0, 0.0, 0]
+
     def reset(self, env_ids: torch.Tensor) -> None:
-        """Draw new commands for ``env_ids``."""
+        """Draw new commands for ``env_ids`` (after the curriculum has seen their episodes)."""
+        if self.curriculum is not None:
+            self._advance_curriculum(env_ids)
         if len(env_ids):
             self._resample(env_ids)
+
+    def metrics(self) -> dict[str, float]:
+        """The curriculum's levels, logged when rows reset (none without a curriculum)."""
+        if self.curriculum is None:
+            return {}
+        return {"Curriculum/command_lin_level": self.lin_level,
+                "Curriculum/command_ang_level": self.ang_level}
 
 
 @dataclass
@@ -107,13 +189,19 @@ class GaitPhaseCommand:
     height is 0 for both feet. The clock itself keeps running underneath and the feet resume
     from it when the row is commanded to move again.
 
+    In the env step the clock advances with the physics (:meth:`advance`, before the rewards,
+    so ``feet_phase`` compares the feet with the schedule of the same time), and the stand state
+    follows the velocity command the policy observed: :meth:`advance` reads it before the
+    velocity command is resampled, :meth:`update` after (for the next observation).
+
     Differences from holosoma: its phase is ``episode_length * 2*pi*dt*f + offset``, and it
     redraws f whenever the velocity command is redrawn, so the phase jumps then; here f is drawn
     at reset only and the phase advances continuously.
 
     Attributes:
         command: (N, 4) float32 the observed features, sin(foot_phase) (left, right) then
-            cos(foot_phase) (left, right) (holosoma ``sin_phase``, ``cos_phase``).
+            cos(foot_phase) (left, right) (holosoma ``sin_phase``, ``cos_phase``); updated in
+            place (clone to keep a snapshot).
         phase: (N,) float32 clock, cycles in [0, 1).
         frequency: (N,) float32 gait frequency, Hz (1 / period).
         foot_phase: (N, 2) float32 phase angle of the left and right foot, rad in [-pi, pi];
@@ -144,29 +232,45 @@ class GaitPhaseCommand:
     def _u(self, n: int, lo: float, hi: float) -> torch.Tensor:
         return lo + (hi - lo) * torch.rand(n, device=self.env.device, generator=self.env.generator)
 
-    def _refresh(self) -> None:
-        """Recompute ``is_standing``, ``foot_phase`` and ``command`` from the clock and the
-        velocity command (all rows)."""
+    def _standing(self) -> torch.Tensor:
+        """(N,) bool rows whose velocity command is a stand command now."""
         s = self.settings
         # While the env builds its commands (this one's first reset), env.commands does not exist
         # yet: no row stands until the env's reset, which resets the commands in order.
         commands = getattr(self.env, "commands", None)
         if commands is None:
-            self.is_standing = torch.zeros_like(self.is_standing)
-        else:
-            cmd = commands[s.velocity_command].command
-            self.is_standing = (torch.linalg.vector_norm(cmd[:, :2], dim=1) < s.stand_threshold) & (
-                cmd[:, 2].abs() < s.stand_threshold
-            )
+            return torch.zeros_like(self.is_standing)
+        cmd = commands[s.velocity_command].command
+        return (torch.linalg.vector_norm(cmd[:, :2], dim=1) < s.stand_threshold) & (
+            cmd[:, 2].abs() < s.stand_threshold
+        )
+
+    def _refresh(self, standing: torch.Tensor | None = None) -> None:
+        """Recompute ``is_standing`` (or take ``standing``), ``foot_phase`` and ``command`` from
+        the clock and the velocity command (all rows); ``command`` is written in place."""
+        self.is_standing = self._standing() if standing is None else standing
         cycles = torch.remainder(self.phase[:, None] + self._offsets, 1.0)  # (N, 2)
         angle = 2.0 * math.pi * cycles - math.pi
         self.foot_phase = torch.where(self.is_standing[:, None], math.pi, angle)
-        self.command = torch.cat((torch.sin(self.foot_phase), torch.cos(self.foot_phase)), dim=1)
+        torch.sin(self.foot_phase, out=self.command[:, :2])
+        torch.cos(self.foot_phase, out=self.command[:, 2:])
 
-    def update(self, dt: float) -> None:
+    def advance(self, dt: float) -> None:
         """Advance every row's clock by ``dt`` s (``dt * frequency`` cycles), wrapping at 1."""
         self.phase = torch.remainder(self.phase + dt * self.frequency, 1.0)
         self._refresh()
+
+    def update(self, dt: float) -> None:
+        """Recompute the stand state and the features from the velocity command as it is now
+        (after its resampling in this step); the clock does not move (``dt`` unused), so when no
+        row changed between stand and move nothing changes (nor when the velocity command says
+        it drew nothing in this step, ``resampled`` False; :meth:`advance` read it already)."""
+        twist = self.env.commands[self.settings.velocity_command]
+        if not getattr(twist, "resampled", True):
+            return
+        standing = self._standing()
+        if not torch.equal(standing, self.is_standing):
+            self._refresh(standing)
 
     def reset(self, env_ids: torch.Tensor) -> None:
         """Draw a start phase and a frequency for ``env_ids`` (after their velocity command)."""

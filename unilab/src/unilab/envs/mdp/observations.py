@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from unilab.envs.mdp.rewards import joint_pos_error, stack_sensors
+
 
 # ---------------------------------------------------------------- base state (simulator truth)
 def base_lin_vel(env) -> torch.Tensor:
@@ -42,8 +44,8 @@ def projected_gravity_from_sensor(env, sensor_name: str = "imu_upvector") -> tor
 def joint_pos_rel(env, biased: bool = False) -> torch.Tensor:
     """(N, J) joint positions minus the default pose, rad; with ``biased`` plus the per-env
     encoder bias (``env.robot.encoder_bias``, drawn by a domain-randomization event)."""
-    rel = env.robot.joint_pos - env.robot.default_joint_pos
-    return rel.add_(env.robot.encoder_bias) if biased else rel
+    rel = joint_pos_error(env)  # shared with the posture rewards within a step
+    return rel + env.robot.encoder_bias if biased else rel
 
 
 def joint_vel(env) -> torch.Tensor:
@@ -73,7 +75,7 @@ def gait_phase(env, name: str = "gait") -> torch.Tensor:
 def foot_height(env, sensor_names: tuple[str, ...]) -> torch.Tensor:
     """(N, F) height of each foot site above the flat floor (z = 0), m, from ``framepos``
     sensors (mjlab ``foot_height`` reads a terrain height scan; on flat ground it is site z)."""
-    return torch.stack([env.backend.sensor(n)[:, 2] for n in sensor_names], dim=1)
+    return stack_sensors(env, tuple(sensor_names))[..., 2]
 
 
 def foot_air_time(env, sensor_name: str) -> torch.Tensor:

@@ -34,6 +34,22 @@ def step_cached(env, key, compute):
     return value
 
 
+def _exp_kernel(error: torch.Tensor, std2: float) -> torch.Tensor:
+    """exp(-error / std2), computed in place in ``error`` (a fresh tensor of the caller's):
+    error / (-std2) equals -error / std2 exactly, one op and one allocation fewer."""
+    return error.div_(-std2).exp_()
+
+
+def _gravity_xy_sq(quat: torch.Tensor) -> torch.Tensor:
+    """(N,) |g_xy|^2 of the gravity direction in the frame of (N, 4) wxyz quaternions: the x and
+    y components of :func:`unilab.utils.math.projected_gravity` in its own float operations
+    (bit for bit), without the z component."""
+    w, x, y, z = quat.unbind(-1)
+    x2, y2 = 2.0 * x, 2.0 * y
+    g_x, g_y = w * y2 - z * x2, -(w * x2) - z * y2
+    return g_x.square_().add_(g_y.square_())
+
+
 def _constant(env, name: str, params: tuple, compute):
     """A value that depends only on the term parameters ``params`` (tensors, compared by
     identity, or hashable values) and the device: computed once per env and kept."""
@@ -55,12 +71,39 @@ def _command_speed(env, command_name: str) -> torch.Tensor:
     return step_cached(env, ("command_speed", command_name), compute)
 
 
-def _stack_sensors(env, names: tuple[str, ...]) -> torch.Tensor:
-    """(N, len(names), dim) readings of same-sized sensors (shared within a step)."""
-    return step_cached(
-        env, ("stack_sensors", tuple(names)),
-        lambda: torch.stack([env.backend.sensor(n) for n in names], dim=1),
-    )
+def joint_pos_error(env) -> torch.Tensor:
+    """(N, J) joint positions minus the default pose, rad (shared within a step; read-only)."""
+    return step_cached(env, "joint_pos_error", lambda: env.robot.joint_pos - env.robot.default_joint_pos)
+
+
+def _joint_pos_error_sq(env) -> torch.Tensor:
+    """(N, J) squared :func:`joint_pos_error`, rad^2 (shared within a step; read-only)."""
+    return step_cached(env, "joint_pos_error_sq", lambda: joint_pos_error(env).square())
+
+
+def stack_sensors(env, names: tuple[str, ...]) -> torch.Tensor:
+    """(N, len(names), dim) readings of same-sized sensors (shared within a step; read-only).
+
+    When the sensors lie at equal distances in the backend's rows (two sensors always do), this
+    is a strided view of them (no copy), else a stacked copy.
+    """
+
+    def compute() -> torch.Tensor:
+        views = [env.backend.sensor(n) for n in names]
+        first = views[0]
+        step = (views[1].data_ptr() - first.data_ptr()) // first.element_size() if len(views) > 1 else 0
+        base = first.untyped_storage().data_ptr()
+        if step > 0 and all(
+            v.untyped_storage().data_ptr() == base
+            and v.shape == first.shape and v.stride() == first.stride()
+            and v.data_ptr() == first.data_ptr() + i * step * first.element_size()
+            for i, v in enumerate(views)
+        ):  # fmt: skip
+            n, d = first.shape
+            return first.as_strided((n, len(views), d), (first.stride(0), step, first.stride(1)))
+        return torch.stack(views, dim=1)
+
+    return step_cached(env, ("stack_sensors", tuple(names)), compute)
 
 
 # ---------------------------------------------------------------- task
@@ -75,16 +118,32 @@ def track_linear_velocity(env, std: float, command_name: str = "twist") -> torch
     """exp(-(|v_xy - cmd_xy|^2 + v_z^2) / std^2), base-frame velocity, m/s. (N,)"""
     v = env.robot.base_lin_vel_b
     cmd = env.commands[command_name].command
-    error = torch.sum((cmd[:, :2] - v[:, :2]) ** 2, dim=1) + v[:, 2] ** 2
-    return torch.exp(-error / std**2)
+    error = torch.sum((cmd[:, :2] - v[:, :2]) ** 2, dim=1).add_(v[:, 2] ** 2)
+    return _exp_kernel(error, std**2)
 
 
 def track_angular_velocity(env, std: float, command_name: str = "twist") -> torch.Tensor:
     """exp(-((w_z - cmd_wz)^2 + |w_xy|^2) / std^2), base-frame angular velocity, rad/s. (N,)"""
     w = env.robot.base_ang_vel_b
     cmd = env.commands[command_name].command
-    error = (cmd[:, 2] - w[:, 2]) ** 2 + torch.sum(w[:, :2] ** 2, dim=1)
-    return torch.exp(-error / std**2)
+    error = ((cmd[:, 2] - w[:, 2]) ** 2).add_(torch.sum(w[:, :2] ** 2, dim=1))
+    return _exp_kernel(error, std**2)
+
+
+def track_yaw_rate(env, std: float, command_name: str = "twist") -> torch.Tensor:
+    """exp(-(w_z - cmd_wz)^2 / std^2), base-frame yaw rate, rad/s: the yaw error alone, so the
+    reward for turning does not collapse while the base rocks (holosoma ``tracking_ang_vel``,
+    amazon-far/holosoma@3d1e63e ``managers/reward/terms/locomotion.py``, tracking_sigma 0.25 =
+    std^2; pal-robotics/pal_mjlab PR #81). Pair it with :func:`ang_vel_xy_l2`. (N,)"""
+    w_z = env.robot.base_ang_vel_b[:, 2]
+    cmd = env.commands[command_name].command
+    return _exp_kernel((cmd[:, 2] - w_z) ** 2, std**2)
+
+
+def ang_vel_xy_l2(env) -> torch.Tensor:
+    """|w_xy|^2 of the base-frame angular velocity, the base's roll and pitch rate, (rad/s)^2
+    (holosoma ``penalty_ang_vel_xy``, weight -1.0; IsaacLab ``ang_vel_xy_l2``). (N,)"""
+    return torch.sum(env.robot.base_ang_vel_b[:, :2] ** 2, dim=1)
 
 
 # ---------------------------------------------------------------- posture
@@ -92,10 +151,10 @@ def upright(env, std: float, body: str | None = None) -> torch.Tensor:
     """exp(-|g_xy|^2 / std^2) of the projected gravity of tracked ``body`` (default: the base);
     1 when upright. (N,)"""
     if body is None:
-        g = env.robot.projected_gravity_b
+        g_xy_sq = torch.sum(env.robot.projected_gravity_b[:, :2] ** 2, dim=1)
     else:
-        g = projected_gravity(env.robot.body_quat_w[:, env.robot.body_index(body)])
-    return torch.exp(-torch.sum(g[:, :2] ** 2, dim=1) / std**2)
+        g_xy_sq = _gravity_xy_sq(env.robot.body_quat_w[:, env.robot.body_index(body)])
+    return _exp_kernel(g_xy_sq, std**2)
 
 
 def variable_posture(
@@ -116,13 +175,16 @@ def variable_posture(
         std_standing, std_walking, std_running: (J,) float32 tolerances, rad, in action order.
     """
     speed = _command_speed(env, command_name)
-    regime = (speed >= walking_threshold).long() + (speed >= running_threshold).long()  # 0, 1, 2
+    bounds = _constant(
+        env, "posture_bounds", (walking_threshold, running_threshold),
+        lambda: torch.tensor([walking_threshold, running_threshold], device=env.device),
+    )
+    regime = torch.bucketize(speed, bounds, right=True)  # 0, 1, 2: thresholds at or below speed
     inv_var = _constant(  # (3, J)
         env, "posture_inv_var", (std_standing, std_walking, std_running),
         lambda: torch.stack((std_standing, std_walking, std_running)).to(env.device).pow(-2),
     )
-    error = (env.robot.joint_pos - env.robot.default_joint_pos).square_()
-    return torch.exp(-(error * inv_var[regime]).mean(dim=1))
+    return (_joint_pos_error_sq(env) * inv_var[regime]).mean(dim=1).neg_().exp_()
 
 
 def orientation_l2(env, body: str | None = None) -> torch.Tensor:
@@ -132,10 +194,8 @@ def orientation_l2(env, body: str | None = None) -> torch.Tensor:
     Unlike :func:`upright`'s kernel it does not saturate: a torso tilted by 50 deg still has a
     gradient back to upright. (N,)"""
     if body is None:
-        g = env.robot.projected_gravity_b
-    else:
-        g = projected_gravity(env.robot.body_quat_w[:, env.robot.body_index(body)])
-    return torch.sum(g[:, :2] ** 2, dim=1)
+        return torch.sum(env.robot.projected_gravity_b[:, :2] ** 2, dim=1)
+    return _gravity_xy_sq(env.robot.body_quat_w[:, env.robot.body_index(body)])
 
 
 def joint_deviation_l2(env, weights: torch.Tensor) -> torch.Tensor:
@@ -149,8 +209,7 @@ def joint_deviation_l2(env, weights: torch.Tensor) -> torch.Tensor:
         weights: (J,) float32 per-joint weights, in action order.
     """
     w = _constant(env, "joint_deviation_weights", (weights,), lambda: weights.to(env.device))
-    error = (env.robot.joint_pos - env.robot.default_joint_pos).square_()
-    return torch.sum(error * w, dim=1)
+    return torch.sum(_joint_pos_error_sq(env) * w, dim=1)
 
 
 def body_ang_vel_l2(env, body: str) -> torch.Tensor:
@@ -209,8 +268,8 @@ def foot_clearance(
     by the foot's horizontal speed; zero for rows whose command speed is at most
     ``command_threshold`` (mjlab ``feet_clearance``; site z is the height on flat ground).
     """
-    z = _stack_sensors(env, pos_sensors)[..., 2]  # (N, F)
-    speed = torch.linalg.vector_norm(_stack_sensors(env, vel_sensors)[..., :2], dim=2)  # (N, F)
+    z = stack_sensors(env, pos_sensors)[..., 2]  # (N, F)
+    speed = torch.linalg.vector_norm(stack_sensors(env, vel_sensors)[..., :2], dim=2)  # (N, F)
     cost = torch.sum((z - target_height).abs_() * speed, dim=1)
     return cost * (_command_speed(env, command_name) > command_threshold)
 
@@ -233,9 +292,10 @@ def expected_foot_height(foot_phase: torch.Tensor, swing_height: float) -> torch
         (...) float32 target heights, m, in [0, swing_height].
     """
     x = (foot_phase + math.pi) / (2.0 * math.pi)
-    t = torch.where(x <= 0.5, 2.0 * x, 2.0 * x - 1.0)
+    rising, x2 = x <= 0.5, 2.0 * x
+    t = torch.where(rising, x2, x2 - 1.0)
     ease = t * t * (3.0 - 2.0 * t)
-    return swing_height * torch.where(x <= 0.5, ease, 1.0 - ease)
+    return swing_height * torch.where(rising, ease, 1.0 - ease)
 
 
 def feet_phase(
@@ -262,9 +322,9 @@ def feet_phase(
             (left, right).
         gait_command_name: the gait clock in ``env.commands``.
     """
-    z = _stack_sensors(env, pos_sensors)[..., 2]  # (N, F)
+    z = stack_sensors(env, pos_sensors)[..., 2]  # (N, F)
     target = expected_foot_height(env.commands[gait_command_name].foot_phase, swing_height)
-    return torch.exp(-torch.sum((z - target) ** 2, dim=1) / sigma)
+    return _exp_kernel(torch.sum((z - target) ** 2, dim=1), sigma)
 
 
 def foot_slip_l2(
@@ -278,7 +338,7 @@ def foot_slip_l2(
 
     (mjlab ``feet_slip``; contact from the contact sensor ``sensor_name``.)
     """
-    v_xy = _stack_sensors(env, vel_sensors)[..., :2]  # (N, F, 2)
+    v_xy = stack_sensors(env, vel_sensors)[..., :2]  # (N, F, 2)
     contact = env.contact_sensors[sensor_name].in_contact  # (N, F)
     cost = torch.sum(v_xy.square().sum(dim=2) * contact, dim=1)
     return cost * (_command_speed(env, command_name) > command_threshold)

@@ -1,10 +1,18 @@
 """User-facing settings of g1_walk_flat (the ``env.*`` override keys).
 
-Defaults: tasks.md §2.1 (mjlab ``Mjlab-Velocity-Flat-Unitree-G1``) as trimmed by its
-recommendation for CPU training.
+The code defaults are the recipe every algorithm trains by default: mjlab's
+``Mjlab-Velocity-Flat-Unitree-G1`` (mujocolab/mjlab v1.6.0, ``tasks/velocity``) trimmed for CPU
+training, plus from holosoma's G1 locomotion (amazon-far/holosoma@3d1e63e,
+``config_values/loco/g1``) the alive bonus, the penalty curriculum, the gait clock with its
+``feet_phase`` reward and the quadratic posture penalties. With actions bounded by the joint limits,
+SAC reaches postures where mjlab's exp posture kernels (``upright``, ``pose``) are flat; the
+quadratic penalties keep a gradient there.
 """
 
 from __future__ import annotations
+
+import math
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -17,6 +25,41 @@ def _ordered(value: tuple[float, float]) -> tuple[float, float]:
     return value
 
 
+class CommandCurriculumConfig(BaseModel):
+    """Command ranges that widen as tracking improves (unitree_rl_lab ``lin_vel_cmd_levels`` and
+    ``ang_vel_cmd_levels``, unitreerobotics/unitree_rl_lab@aa0a736
+    ``tasks/locomotion/mdp/curriculums.py``; the ``ang_vel_z`` curriculum is the fix of
+    unitree_rl_lab #94 for a G1 that would not turn). Training starts with every range at
+    ``initial_fraction`` of ``env.commands.*``. At most once per ``interval_s`` of env time, the
+    linear level (``lin_vel_x``, ``lin_vel_y``) and the angular level (``ang_vel_z``) each widen by
+    ``step_fraction`` of the full range when the episodes ended since the last check earned, per
+    second of the maximum episode length, more than ``threshold`` x the weight of
+    ``track_linear_velocity`` resp. ``track_angular_velocity``; they never narrow again.
+    Logged as ``Curriculum/command_lin_level`` and ``Curriculum/command_ang_level``.
+    ``unilab play`` and evaluation rebuild the env at the initial level: give them explicit
+    commands."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = Field(False, description="widen the command ranges as tracking improves")
+    initial_fraction: float = Field(
+        0.5, gt=0.0, le=1.0, description="fraction of each command range at the start"
+    )
+    step_fraction: float = Field(
+        0.1, gt=0.0, le=1.0,
+        description="widening per check, fraction of the full range (unitree_rl_lab: 0.1 m/s, 0.1 rad/s)",
+    )
+    threshold: float = Field(
+        0.8, gt=0.0, le=1.0,
+        description="widen when the tracking term earned more than this x its weight per second",
+    )
+    interval_s: float = Field(
+        1.0, gt=0.0,
+        description="env time between checks, s; unitree_rl_lab checks once per episode length "
+        "(1000 env steps), about 240 checks over its PPO runs of 24-step iterations; here one "
+        "iteration is one env step, so 1 s (50 iterations) gives ~120 checks in 6000 iterations",
+    )
+
+
 class CommandsConfig(BaseModel):
     """Velocity command ranges (tasks.md recommendation for g1_walk_flat)."""
 
@@ -26,6 +69,7 @@ class CommandsConfig(BaseModel):
     ang_vel_z: tuple[float, float] = Field((-1.0, 1.0), description="yaw rate, rad/s")
     resampling_time_s: tuple[float, float] = Field((3.0, 8.0), description="s between draws")
     standing_fraction: float = Field(0.1, ge=0.0, le=1.0, description="share of zero commands")
+    curriculum: CommandCurriculumConfig = CommandCurriculumConfig()
 
     @field_validator("lin_vel_x", "lin_vel_y", "ang_vel_z")
     @classmethod
@@ -40,26 +84,55 @@ class CommandsConfig(BaseModel):
         return _ordered(value)
 
 
+class TrackingConfig(BaseModel):
+    """Widths of the velocity-tracking kernels and the form of the angular one.
+
+    ``ang_vel_kernel``: ``coupled`` is mjlab's exp(-((w_z - cmd_wz)^2 + |w_xy|^2) / ang_vel_std^2),
+    yaw error and roll/pitch rate in one exponent, so the yaw reward collapses while the base
+    rocks (pal-robotics/pal_mjlab PR #81); ``yaw`` is holosoma's exp(-(w_z - cmd_wz)^2 /
+    yaw_std^2) (``tracking_ang_vel``, tracking_sigma 0.25 = yaw_std^2), usually paired with a
+    separate roll/pitch-rate penalty ``env.rewards.ang_vel_xy`` (holosoma
+    ``penalty_ang_vel_xy`` -1.0)."""
+
+    model_config = ConfigDict(extra="forbid")
+    lin_vel_std: float = Field(0.5, gt=0.0, description="track_linear_velocity width, m/s (mjlab 0.5)")
+    ang_vel_kernel: Literal["coupled", "yaw"] = Field(
+        "coupled", description="coupled: yaw error + roll/pitch rate (mjlab); yaw: yaw error only (holosoma)"
+    )
+    ang_vel_std: float = Field(
+        math.sqrt(0.5), gt=0.0, description="coupled kernel width, rad/s (mjlab sqrt(0.5))"
+    )
+    yaw_std: float = Field(0.5, gt=0.0, description="yaw kernel width, rad/s (holosoma sqrt(0.25))")
+
+
 class RewardWeights(BaseModel):
     """Reward weights; each term is multiplied by its weight and the env step dt (0.02 s).
     A weight of 0 switches the term off (it is then not evaluated).
 
-    Values from mjlab ``Mjlab-Velocity-Flat-Unitree-G1`` (tasks.md §2.1).
+    Values from mjlab ``Mjlab-Velocity-Flat-Unitree-G1`` (tasks.md §2.1), plus holosoma's G1
+    ``alive``, ``feet_phase``, ``penalty_orientation`` and ``pose`` (tasks.md §2.4).
     """
 
     model_config = ConfigDict(extra="forbid")
-    track_linear_velocity: float = Field(2.0, description="exp(-|v - cmd|^2 / 0.25)")
-    track_angular_velocity: float = Field(2.0, description="exp(-|w - cmd|^2 / 0.5)")
+    track_linear_velocity: float = Field(
+        2.0, description="exp(-(|v_xy - cmd_xy|^2 + v_z^2) / env.tracking.lin_vel_std^2)"
+    )
+    track_angular_velocity: float = Field(
+        2.0, description="the env.tracking.ang_vel_kernel kernel of the yaw-rate command"
+    )
+    ang_vel_xy: float = Field(
+        0.0, description="pelvis |w_xy|^2, roll/pitch rate (holosoma penalty_ang_vel_xy: -1.0; off)"
+    )
     upright: float = Field(1.0, description="torso exp(-|g_xy|^2 / 0.2)")
     pose: float = Field(1.0, description="variable posture, per-joint std by speed regime")
     body_ang_vel: float = Field(-0.05, description="torso |w_xy|^2")
     orientation_l2: float = Field(
-        0.0, description="pelvis |g_xy|^2, sin^2 of the tilt (holosoma penalty_orientation: -10; off, as in mjlab)"
+        -10.0, description="pelvis |g_xy|^2, sin^2 of the tilt (holosoma penalty_orientation -10)"
     )
     pose_l2: float = Field(
-        0.0,
+        -0.5,
         description="sum_j w_j (q_j - q0_j)^2 with holosoma's G1 weights (waist and arms 50, hip "
-        "pitch and knees 0.01; holosoma pose: -0.5; off, as in mjlab)",
+        "pitch and knees 0.01; holosoma pose -0.5)",
     )
     angular_momentum: float = Field(-0.02, description="whole-body |L|^2")
     action_rate_l2: float = Field(-0.1, description="|a_t - a_t-1|^2")
@@ -68,13 +141,11 @@ class RewardWeights(BaseModel):
     foot_slip: float = Field(-0.1, description="foot speed^2 in contact, when moving")
     air_time: float = Field(0.0, description="feet with 0.05-0.5 s flight (off, as in mjlab G1)")
     self_collisions: float = Field(-1.0, description="self-contact above 10 N")
-    alive: float = Field(
-        0.0, description="1 per second survived (holosoma's alive bonus; off, as in mjlab)"
-    )
+    alive: float = Field(1.0, description="1 per second survived (holosoma's alive bonus 1.0)")
     feet_phase: float = Field(
-        0.0,
+        5.0,
         description="exp(-sum_f (z_f - h*_f)^2 / env.gait.sigma): feet follow the gait clock "
-        "(holosoma G1: 5.0; needs env.gait.enabled=true; off by default)",
+        "(holosoma G1 5.0; needs env.gait.enabled=true)",
     )
 
 
@@ -133,11 +204,12 @@ class GaitConfig(BaseModel):
     """A gait clock per env (holosoma's G1 locomotion ``LocomotionGait``, tasks.md §2.4): each
     foot's phase is observed as sin/cos by the actor and the critic (4 columns appended to both
     groups) and drives the ``feet_phase`` reward's target foot heights
-    (:class:`unilab.envs.mdp.GaitPhaseCommand`, :func:`unilab.envs.mdp.feet_phase`). Off by
-    default: the observation sizes are then unchanged."""
+    (:class:`unilab.envs.mdp.GaitPhaseCommand`, :func:`unilab.envs.mdp.feet_phase`). Turning it
+    off (with ``env.rewards.feet_phase=0``) gives mjlab's observation layout (actor 99, critic
+    111)."""
 
     model_config = ConfigDict(extra="forbid")
-    enabled: bool = Field(False, description="add the gait clock, its observation and reward target")
+    enabled: bool = Field(True, description="add the gait clock, its observation and reward target")
     period_s: float = Field(1.0, gt=0.0, description="mean gait period (left + right step), s")
     frequency_width_hz: float = Field(
         0.2, ge=0.0,
@@ -165,14 +237,16 @@ class PenaltyCurriculumConfig(BaseModel):
     (holosoma's G1 locomotion scheme, tasks.md §2.4; :class:`unilab.envs.managers.PenaltyCurriculum`)."""
 
     model_config = ConfigDict(extra="forbid")
-    enabled: bool = Field(False, description="scale the penalties by episode length")
+    enabled: bool = Field(True, description="scale the penalties by episode length")
     initial: float = Field(0.1, ge=0.0, le=1.0, description="penalty scale at the start")
     min_scale: float = Field(0.1, ge=0.0, le=1.0, description="lowest penalty scale")
     up_length_s: float = Field(15.0, gt=0.0, description="raise the scale above this mean length, s")
     down_length_s: float = Field(3.0, ge=0.0, description="lower it below this mean length, s")
     step: float = Field(
         0.0005, gt=0.0, le=1.0,
-        description="change per reset past a threshold (0.01 rose from 0.1 to 1 in ~1 min on the GPU machine and collapsed the gait)",
+        description="change per reset past a threshold (holosoma G1 degree: 0.00025 PPO, 0.001 "
+        "FastSAC); with many envs rows reset at nearly every env step, so a large step reaches "
+        "full scale before a gait has formed",
     )
 
 
@@ -195,6 +269,7 @@ class G1WalkFlatConfig(BaseModel):
     )
     tilt_limit_deg: float = Field(70.0, gt=0.0, le=180.0, description="fell-over tilt, deg")
     commands: CommandsConfig = CommandsConfig()
+    tracking: TrackingConfig = TrackingConfig()
     rewards: RewardWeights = RewardWeights()
     domain_randomization: DomainRandomizationConfig = DomainRandomizationConfig()
     push: PushConfig = PushConfig()
@@ -206,6 +281,17 @@ class G1WalkFlatConfig(BaseModel):
         if self.rewards.feet_phase != 0.0 and not self.gait.enabled:
             raise ValueError(
                 f"env.rewards.feet_phase={self.rewards.feet_phase:g} needs env.gait.enabled=true "
-                "(the reward follows the gait clock)"
+                "(the reward follows the gait clock); without the clock set env.rewards.feet_phase=0"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _curriculum_needs_tracking_rewards(self) -> "G1WalkFlatConfig":
+        w = self.rewards
+        if self.commands.curriculum.enabled and min(w.track_linear_velocity, w.track_angular_velocity) <= 0.0:
+            raise ValueError(
+                "env.commands.curriculum.enabled=true needs positive env.rewards.track_linear_velocity "
+                f"and track_angular_velocity (got {w.track_linear_velocity:g}, "
+                f"{w.track_angular_velocity:g}): the curriculum widens the ranges by their episode sums"
             )
         return self

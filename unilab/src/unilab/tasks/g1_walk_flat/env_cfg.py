@@ -1,18 +1,19 @@
 """Builds the g1_walk_flat env: mjlab's G1 velocity task (``tasks/velocity/velocity_env_cfg.py``
 and ``config/g1/env_cfgs.py``, v1.6.0) on our G1 model, trimmed for CPU as recommended in
-tasks.md (no heading commands, no curriculum, no terrain).
+tasks.md (no heading commands, no terrain), with holosoma's gait clock and posture penalties
+(:mod:`unilab.tasks.g1_walk_flat.config`).
 
 Observation layout (columns, in order):
 
-- ``actor`` (99): base_lin_vel 3 (IMU velocimeter, ±0.5), base_ang_vel 3 (gyro, ±0.2),
+- ``actor`` (103): base_lin_vel 3 (IMU velocimeter, ±0.5), base_ang_vel 3 (gyro, ±0.2),
   projected_gravity 3 (IMU up vector, ±0.05), joint_pos 29 (rel. to the default pose, plus the
-  encoder bias, ±0.01), joint_vel 29 (±1.5), actions 29, command 3.
-- ``critic`` (111): the same terms noise-free with the unbiased joint_pos, then foot_height 2,
-  foot_air_time 2, foot_contact 2, foot_contact_forces 6 (as mjlab).
+  encoder bias, ±0.01), joint_vel 29 (±1.5), actions 29, command 3, gait_phase 4 (sin of the
+  left and right foot's gait phase, then cos; noise-free).
+- ``critic`` (115): the same terms noise-free with the unbiased joint_pos, then foot_height 2,
+  foot_air_time 2, foot_contact 2, foot_contact_forces 6 (as mjlab); its first 103 columns stay
+  the actor's layout.
 
-With ``env.gait.enabled`` both groups gain ``gait_phase`` 4 (sin of the left and right foot's
-gait phase, then cos; noise-free) after ``command``: actor 103, critic 115; the critic's first 103
-columns stay the actor's layout.
+With ``env.gait.enabled=false`` there is no ``gait_phase``: mjlab's actor 99 and critic 111.
 
 Every observation term carries its left/right mirror rule (:mod:`unilab.envs.mirror`), so the env
 offers ``env.mirror`` for symmetry augmentation (``algo.symmetry``).
@@ -157,13 +158,17 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot=None) -> EnvCfg:
         )
     }
     feet = {"command_name": "twist", "command_threshold": 0.05}
+    tr = cfg.tracking
+    if tr.ang_vel_kernel == "yaw":
+        track_ang = RewardTerm(mdp.track_yaw_rate, w.track_angular_velocity, {"std": tr.yaw_std})
+    else:
+        track_ang = RewardTerm(mdp.track_angular_velocity, w.track_angular_velocity, {"std": tr.ang_vel_std})
     rewards = {
         "track_linear_velocity": RewardTerm(
-            mdp.track_linear_velocity, w.track_linear_velocity, {"std": math.sqrt(0.25)}
+            mdp.track_linear_velocity, w.track_linear_velocity, {"std": tr.lin_vel_std}
         ),
-        "track_angular_velocity": RewardTerm(
-            mdp.track_angular_velocity, w.track_angular_velocity, {"std": math.sqrt(0.5)}
-        ),
+        "track_angular_velocity": track_ang,
+        "ang_vel_xy": RewardTerm(mdp.ang_vel_xy_l2, w.ang_vel_xy),
         "upright": RewardTerm(mdp.upright, w.upright, {"std": math.sqrt(0.2), "body": desc.torso_body}),
         "pose": RewardTerm(
             mdp.variable_posture,
@@ -271,7 +276,16 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot=None) -> EnvCfg:
         resampling_time_s=c.resampling_time_s,
         standing_fraction=c.standing_fraction,
     )
-    commands = {"twist": lambda env: mdp.UniformVelocityCommand(env, ranges)}
+    cc = c.curriculum
+    curriculum = (
+        mdp.VelocityCommandCurriculum(
+            initial_fraction=cc.initial_fraction, step_fraction=cc.step_fraction,
+            threshold=cc.threshold, interval_s=cc.interval_s,
+        )
+        if cc.enabled
+        else None
+    )  # fmt: skip
+    commands = {"twist": lambda env: mdp.UniformVelocityCommand(env, ranges, curriculum)}
     if cfg.gait.enabled:  # after "twist": each step and reset it reads the updated twist
         g = cfg.gait
         gait = mdp.GaitPhaseSettings(

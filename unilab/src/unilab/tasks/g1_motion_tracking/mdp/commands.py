@@ -351,9 +351,11 @@ class MotionCommand:
         return qpos
 
     # ------------------------------------------------------------------ env hooks
-    def update(self, dt: float) -> None:
+    def advance(self, dt: float) -> None:
         """Advance every row one frame (held at its clip's last frame; the ``motion_end``
-        termination ends the episode there) and fold the step's failures into the sampler."""
+        termination ends the episode there) and fold the step's failures into the sampler. The env
+        calls it right after the physics, so terminations and rewards compare the new state with
+        the reference frame of the same time."""
         self.time_steps = torch.minimum(self.time_steps + 1, self.clip_frames[self.clip_index] - 1)
         self.sampler.step()
         self._refresh()
