@@ -223,3 +223,45 @@ def test_config_is_copied(make_env):
     agent = FlashSAC(make_env(num_envs=8), cfg, "cpu")
     agent.cfg.lr = 1.0
     assert cfg.lr == 3e-4 and dataclasses.asdict(cfg) == dataclasses.asdict(FlashSACConfig(**settings))
+
+
+def test_n_step_rows_and_the_discount_of_their_bootstrap(make_env, monkeypatch):
+    """n_step=3: the replay holds 3-step sums (the first row of each env appears at the third
+    store), store_steps stores what three store calls store, and the critic target discounts the
+    bootstrap by gamma ** 3."""
+    from unilab_rl.algorithms.flashsac import update as fu
+
+    with pytest.raises(ValueError, match=r"FlashSACConfig.learning_starts=2 must be >= n_step=3"):
+        FlashSACConfig(n_step=3, learning_starts=2)
+    with pytest.raises(ValueError, match=r"FlashSACConfig.n_step must be >= 1, got 0"):
+        FlashSACConfig(n_step=0)
+    env = make_env(num_envs=4)
+    one, block = make_flashsac(env, n_step=3, gamma=0.5, learning_starts=3), make_flashsac(env, n_step=3, gamma=0.5,
+                                                                                          learning_starts=3)
+    g = torch.Generator().manual_seed(0)
+    steps = [dict(obs={"actor": torch.randn(4, 1, generator=g), "critic": torch.randn(4, 3, generator=g)},
+                  actions=torch.rand(4, 1, generator=g), rewards=torch.randn(4, generator=g),
+                  terminated=torch.tensor([False, True, False, False]) if t == 3 else torch.zeros(4, dtype=torch.bool),
+                  next_obs={"actor": torch.randn(4, 1, generator=g), "critic": torch.randn(4, 3, generator=g)},
+                  truncated=torch.zeros(4, dtype=torch.bool)) for t in range(5)]
+    for t, s in enumerate(steps):
+        one.store(**s)
+        assert len(one.replay) == 4 * max(t - 1, 0)
+    stacked = {k: ({g: torch.stack([s[k][g] for s in steps]) for g in ("actor", "critic")} if k.endswith("obs")
+                   else torch.stack([s[k] for s in steps])) for k in steps[0]}
+    block.store_steps(**stacked)
+    r = stacked["rewards"]
+    torch.testing.assert_close(one.replay.rewards[:4], r[0] + 0.5 * r[1] + 0.25 * r[2])
+    # Env 1 terminates at step 3 (rows 4-7 are anchored at step 1, rows 8-11 at step 2): the
+    # window from step 1 ends there in full, the window from step 2 keeps r2 + 0.5 r3 only.
+    assert float(one.replay.rewards[5]) == pytest.approx(float(r[1, 1] + 0.5 * r[2, 1] + 0.25 * r[3, 1]))
+    assert float(one.replay.rewards[9]) == pytest.approx(float(r[2, 1] + 0.5 * r[3, 1]))
+    assert one.replay.terminated[:12].tolist() == [False] * 4 + [False, True, False, False] * 2
+    for field in ("actions", "rewards", "terminated"):
+        torch.testing.assert_close(getattr(block.replay, field)[:12], getattr(one.replay, field)[:12], rtol=0, atol=0)
+    torch.testing.assert_close(block.replay.next_obs["critic"][:12], one.replay.next_obs["critic"][:12])
+    seen = []
+    original = fu.categorical_td_target
+    monkeypatch.setattr(fu, "categorical_td_target", lambda *a, **k: seen.append(a[4]) or original(*a, **k))
+    one.update()
+    assert seen and all(gamma == pytest.approx(0.125) for gamma in seen)

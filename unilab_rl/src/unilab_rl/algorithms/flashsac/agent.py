@@ -30,6 +30,7 @@ import torch
 from unilab_rl.algorithms.flashsac import update as flash_update
 from unilab_rl.algorithms.flashsac.config import FlashSACConfig
 from unilab_rl.algorithms.flashsac.exploration import HeldNoise, RewardScaler
+from unilab_rl.algorithms.flashsac.nstep import NStepWindow
 from unilab_rl.algorithms.flashsac.networks import (
     CategoricalCritic,
     DeterministicPolicy,
@@ -160,6 +161,7 @@ class FlashSAC:
             self.num_actions, device=self.device, enabled=cfg.noise_repeat
         )
         self.replay = ReplayBuffer(cfg.buffer_size_per_env * self.num_envs, obs_dims, self.num_actions, self.device)
+        self.nstep = NStepWindow(cfg.n_step, cfg.gamma) if cfg.n_step > 1 else None
 
         self.iteration = 0
         self.num_critic_updates = 0
@@ -253,7 +255,9 @@ class FlashSAC:
         next_obs: dict[str, torch.Tensor],
         truncated: torch.Tensor | None = None,
     ) -> None:
-        """Add one env step of all envs to the replay buffer and advance the reward scaling.
+        """Add one env step of all envs to the replay buffer (through the n-step window when
+        ``cfg.n_step > 1``: the row stored is the n-step transition anchored ``n_step - 1`` steps
+        back, none for the first ``n_step - 1`` calls) and advance the reward scaling.
 
         Args:
             obs: group -> (N, d) observations the actions were taken in.
@@ -262,12 +266,20 @@ class FlashSAC:
             terminated: (N,) bool, terminal states only.
             next_obs: group -> (N, d), the env's ``extras["final_obs"]``.
             truncated: (N,) bool time-outs; with ``terminated`` they end the running returns of
-                the reward scaling. ``None`` counts only terminations as episode ends.
+                the reward scaling and cut the n-step sums. ``None`` counts only terminations as
+                episode ends.
         """
         groups = self.replay.obs_dims
         obs = {g: obs[g].to(self.device) for g in groups}
         next_obs = {g: next_obs[g].to(self.device) for g in groups}
-        self.replay.add(obs, actions, rewards, terminated, next_obs)
+        if self.nstep is None:
+            self.replay.add(obs, actions, rewards, terminated, next_obs)
+        else:
+            trunc = torch.zeros_like(terminated, dtype=torch.bool) if truncated is None else truncated
+            row = self.nstep.push(obs, actions.to(self.device), rewards.to(self.device),
+                                  terminated.to(self.device), trunc.to(self.device), next_obs)
+            if row is not None:
+                self.replay.add(*row)
         if self.reward_scaler is not None:
             done = terminated.bool() if truncated is None else terminated.bool() | truncated.bool()
             self.reward_scaler.update(rewards.to(self.device), done.to(self.device))
@@ -283,8 +295,9 @@ class FlashSAC:
         truncated: torch.Tensor | None = None,
     ) -> int:
         """Add T env steps of all N envs at once (the async runner's block): one copy to the
-        learner device per field, one replay write, then the reward scaling advanced step by step
-        (as T :meth:`store` calls would, so both runtimes scale identically).
+        learner device per field, one replay write (after the n-step window, step by step, when
+        ``n_step > 1``), then the reward scaling advanced step by step (as T :meth:`store` calls
+        would, so both runtimes store and scale identically).
 
         Args:
             obs, next_obs: group -> (T, N, d) float32 (e.g. views of a shared-memory block).
@@ -301,11 +314,26 @@ class FlashSAC:
         groups = self.replay.obs_dims
         block = {"obs": {g: obs[g] for g in groups}, "next_obs": {g: next_obs[g] for g in groups},
                  "actions": actions, "rewards": rewards, "terminated": terminated}
-        if self.reward_scaler is not None and truncated is not None:
+        if (self.reward_scaler is not None or self.nstep is not None) and truncated is not None:
             block["truncated"] = truncated
         d, nbytes = block_rows(block, self.device)
         rewards_d, terminated_d = d["rewards"], d["terminated"]
-        self.replay.add(d["obs"], d["actions"], rewards_d, terminated_d, d["next_obs"])
+        if self.nstep is None:
+            self.replay.add(d["obs"], d["actions"], rewards_d, terminated_d, d["next_obs"])
+        else:
+            trunc_d = d["truncated"] if truncated is not None else torch.zeros_like(terminated_d, dtype=torch.bool)
+            rows = []
+            for t in range(steps):
+                r = slice(t * n, (t + 1) * n)
+                row = self.nstep.push({g: v[r] for g, v in d["obs"].items()}, d["actions"][r], rewards_d[r],
+                                      terminated_d[r], trunc_d[r], {g: v[r] for g, v in d["next_obs"].items()})
+                if row is not None:
+                    rows.append(row)
+            if rows:
+                self.replay.add({g: torch.cat([row[0][g] for row in rows]) for g in groups},
+                                torch.cat([row[1] for row in rows]), torch.cat([row[2] for row in rows]),
+                                torch.cat([row[3] for row in rows]),
+                                {g: torch.cat([row[4][g] for row in rows]) for g in groups})
         if self.reward_scaler is not None:
             done = terminated_d.bool()
             if truncated is not None:
@@ -334,7 +362,8 @@ class FlashSAC:
         with self._autocast():
             return flash_update.critic_objective(
                 self.actor, self.critic, self.critic_target, critic_obs, actions, rewards, terminated,
-                next_actor_obs, next_critic_obs, self.log_temperature.detach().exp(), self.cfg.gamma,
+                next_actor_obs, next_critic_obs, self.log_temperature.detach().exp(),
+                self.cfg.gamma**self.cfg.n_step,
             )  # fmt: skip
 
     def _actor_objective(

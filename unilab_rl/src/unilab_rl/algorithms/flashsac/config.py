@@ -42,7 +42,15 @@ class FlashSACConfig:
     # -- Returns and targets ----------------------------------------------------------------
     gamma: float = 0.97
     """Discount: 0.97 for 50 Hz joystick-style G1 (MuJoCo Playground G1/T1 and UniLab runs;
-    algorithms.md 1.3 and 6); the IsaacLab benchmark used 0.99 with 3-step returns."""
+    algorithms.md 1.3 and 6); the IsaacLab benchmark and the authors' G1 port
+    (``Holiday-Robot/rsl_rl_flashsac``, ``isaaclab_flashsac/rl_cfg.py``) use 0.99 with
+    ``n_step=3``."""
+    n_step: int = 1
+    """Env steps folded into one stored transition (n-step returns, aggregated as transitions are
+    stored: :class:`~unilab_rl.algorithms.flashsac.nstep.NStepWindow`); the critic's bootstrap is
+    discounted by ``gamma ** n_step``. 1: one-step targets (the official CPU-simulator and
+    MuJoCo Playground runs); 3: the IsaacLab benchmark and the authors' G1 port. Updates start
+    ``n_step - 1`` iterations later, since the newest steps wait in the window."""
     tau: float = 0.01
     """EMA rate of the target critic after every critic update (paper: 0.01)."""
 
@@ -154,6 +162,13 @@ class FlashSACConfig:
                 raise ValueError(f"FlashSACConfig.{name} must be >= 1, got {getattr(self, name)!r}")
         if self.learning_starts < 0:
             raise ValueError(f"FlashSACConfig.learning_starts must be >= 0, got {self.learning_starts!r}")
+        if self.n_step < 1:
+            raise ValueError(f"FlashSACConfig.n_step must be >= 1, got {self.n_step!r}")
+        if self.n_step > 1 and self.learning_starts < self.n_step:
+            raise ValueError(
+                f"FlashSACConfig.learning_starts={self.learning_starts!r} must be >= n_step={self.n_step!r}: "
+                "the first stored transition needs n_step env steps"
+            )
         if self.num_bins < 2:
             raise ValueError(f"FlashSACConfig.num_bins must be >= 2, got {self.num_bins!r}")
         for name in ("lr", "lr_end", "init_temperature", "temperature_lr_scale", "target_sigma", "normalized_g_max", "v_max"):
