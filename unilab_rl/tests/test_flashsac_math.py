@@ -252,3 +252,23 @@ def test_n_step_window_matches_a_plain_loop_across_episode_ends():
     second = rows[n]
     assert float(second[2][2]) == pytest.approx(0.5 + 0.9 * 0.8) and not bool(second[3][2])
     torch.testing.assert_close(second[4]["actor"][2], next_obs[2, 2])
+
+
+def test_weight_projection_equals_the_per_layer_projections():
+    """The batched projection a training step calls does what each layer's own method does."""
+    import copy
+
+    from unilab_rl.algorithms.flashsac.networks import WeightProjection
+
+    torch.manual_seed(0)
+    for net in (CategoricalCritic(20, 5, 32, 2, num_bins=11), FlashActor(20, -torch.ones(5), torch.ones(5), 16, 2)):
+        with torch.no_grad():
+            for p in net.parameters():
+                p.add_(0.3 * torch.randn_like(p))  # off their spheres, as after an optimizer step
+        per_layer = copy.deepcopy(net)
+        for m in per_layer.modules():
+            if isinstance(m, (UnitLinear, UnitBatchNorm, UnitRMSNorm)):
+                m.normalize_parameters()
+        WeightProjection(net)()
+        for (name, p), q in zip(net.named_parameters(), per_layer.parameters()):
+            torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-6, msg=name)

@@ -36,7 +36,7 @@ from unilab_rl.algorithms.flashsac.networks import (
     DeterministicPolicy,
     ExplorationPolicy,
     FlashActor,
-    normalize_parameters,
+    WeightProjection,
 )
 from unilab_rl.device import resolve_device
 from unilab_rl.replay import ReplayBuffer, block_rows
@@ -140,6 +140,7 @@ class FlashSAC:
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self._target_params = list(self.critic_target.parameters())
         self._online_params = list(self.critic.parameters())
+        self._project_actor, self._project_critic = WeightProjection(self.actor), WeightProjection(self.critic)
         self.log_temperature = torch.tensor(math.log(cfg.init_temperature), device=self.device, requires_grad=True)
         self.target_entropy = flash_update.unified_target_entropy(self.num_actions, cfg.target_sigma)
 
@@ -447,7 +448,7 @@ class FlashSAC:
                 loss, temp_loss, info = self._actor_objective_fn(batch.obs[a], batch.next_obs[a], batch.obs[c])
                 flash_update.apply_gradients(loss + temp_loss, [self.actor_optimizer, self.temperature_optimizer])
                 if cfg.weight_normalization:
-                    normalize_parameters(self.actor)
+                    self._project_actor()
                 actor_logs.append(
                     torch.stack([loss.detach(), temp_loss.detach(), info["entropy"], self.log_temperature.detach().exp()])
                 )
@@ -459,7 +460,7 @@ class FlashSAC:
             )
             flash_update.apply_gradients(qf_loss, self.critic_optimizer)
             if cfg.weight_normalization:
-                normalize_parameters(self.critic)
+                self._project_critic()
             flash_update.ema_update(self._target_params, self._online_params, cfg.tau)
             critic_logs.append(torch.stack([qf_loss.detach(), info["mean_q"], info["target_q"]]))
             self.num_critic_updates += 1
