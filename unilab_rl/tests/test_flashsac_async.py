@@ -42,7 +42,7 @@ def test_runtime_settings_are_shared_and_checked():
     with pytest.raises(ValueError, match="divisible"):
         RuntimeConfig(num_collectors=3, collector_shards=1, mode="async").check_num_envs(10)
     RuntimeConfig(collector_shards=3, mode="sync").check_num_envs(10)  # the sync runtime has no shards
-    with pytest.raises(ValueError, match="runtime.cuda_graph=true: FlashSAC does not capture"):
+    with pytest.raises(ValueError, match=r"runtime.cuda_graph=true needs a CUDA learner device, got cpu"):
         make_flashsac(PointEnv(num_envs=8), cuda_graph=True)
 
 
