@@ -299,8 +299,11 @@ def test_learning_rates_held_as_device_tensors_take_the_same_steps(make_env):
             assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), key
     lr = tensors.critic_optimizer.param_groups[0]["lr"]
     assert isinstance(lr, torch.Tensor) and float(lr) == pytest.approx(logs_t[-1]["Policy/learning_rate"])
-    floats.load_state_dict(tensors.state_dict())  # tensor rates into a float-rate learner
-    assert isinstance(floats.critic_optimizer.param_groups[0]["lr"], float)
+    state = tensors.state_dict()
+    state["critic_optimizer"]["param_groups"][0]["capturable"] = True  # as a CUDA learner's checkpoint holds it
+    floats.load_state_dict(state)  # tensor rates into a float-rate learner
+    group = floats.critic_optimizer.param_groups[0]
+    assert isinstance(group["lr"], float) and group["capturable"] is False
     assert "Loss/critic" in floats.update()
 
 

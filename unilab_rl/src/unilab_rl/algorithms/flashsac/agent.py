@@ -570,8 +570,9 @@ class FlashSAC:
         if self.reward_scaler is not None and state.get("reward_scaler") is not None:
             self.reward_scaler.load_state_dict(state["reward_scaler"])
         for optimizer in (self.actor_optimizer, self.critic_optimizer, self.temperature_optimizer):
-            for group in optimizer.param_groups:  # a checkpoint's rate, as this learner holds rates
+            for group in optimizer.param_groups:  # a checkpoint's rate and capture flag, as this learner holds them
                 group["lr"] = self._rate(float(group["lr"]))
+                group["capturable"] = self._may_capture
         self.iteration = int(state["iteration"])
         self.num_critic_updates = int(state["num_critic_updates"])
         if self._graphs is not None:  # the optimizers' state tensors were replaced: capture anew
