@@ -8,9 +8,9 @@ From the repository root (packages installed), e.g. on the GPU machine:
 For each algorithm x mode, in a fresh Python process (so no compile cache or dynamo state carries
 over from the previous mode; inductor's on-disk cache may), it builds the agent exactly as
 ``unilab train --algo A --task T --sim mujoco`` would (owner YAML, ``--preset``, ``--set``
-overrides; ``runtime.compile_mode`` = the mode, ``runtime.compile=false`` for ``eager``; SAC's
-``runtime.cuda_graph`` stays as configured, ``auto`` by default, so on CUDA every mode runs inside
-whole-step CUDA graphs unless ``--set runtime.cuda_graph=false``), fills its
+overrides; ``runtime.compile_mode`` = the mode, ``runtime.compile=false`` for ``eager``;
+``runtime.cuda_graph`` stays as configured, ``auto`` by default, so on CUDA every mode of SAC and
+FlashSAC runs inside whole-step CUDA graphs unless ``--set runtime.cuda_graph=false``), fills its
 replay buffer with ``learning_starts`` env steps of random transitions (Gaussian observations,
 uniform actions in the action box, rewards N(0, 1), 1 % terminations), then calls
 ``agent.update()``:
@@ -21,7 +21,9 @@ uniform actions in the action box, rewards N(0, 1), 1 % terminations), then call
   iteration's learning: ``num_updates`` critic updates plus the actor and temperature updates due
   (FlashSAC: every ``actor_update_period``-th);
 * ``ms/critic update``: that divided by ``num_updates``; ``samples/s``: transitions drawn per
-  second (``num_updates * batch_size`` per call).
+  second (``num_updates * batch_size`` per call); ``ms/1k samples``: the sample cost, ms per
+  1,000 transitions drawn, the figure to compare across batch sizes;
+* ``graphs``: whether the timed calls replayed CUDA graphs (the learner's ``cuda_graphs``).
 
 The replay is shrunk to ``--buffer-per-env`` steps per env (sampling cost does not depend on the
 capacity; FlashSAC's owner replay alone is about 19 GB). The env is built once per process, only
@@ -105,8 +107,9 @@ def one(args: argparse.Namespace, algo: str, mode: str) -> dict:
     k, batch = algo_cfg.num_updates, algo_cfg.batch_size
     return {"algo": algo, "mode": mode, "device": str(device), "num_envs": n, "batch_size": batch,
             "num_updates": k, "first_s": first, "ms_per_update_call": ms, "ms_per_critic_update": ms / k,
-            "samples_per_s": k * batch / (ms / 1e3), "timings_ms": [1e3 * t for t in times],
-            "compile_backend": getattr(agent, "compile_backend", "eager")}
+            "samples_per_s": k * batch / (ms / 1e3), "ms_per_1k_samples": ms / (k * batch / 1e3),
+            "timings_ms": [1e3 * t for t in times], "compile_backend": getattr(agent, "compile_backend", "eager"),
+            "cuda_graphs": bool(getattr(agent, "cuda_graphs", False))}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,13 +159,14 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(row), flush=True)
     print()
     print(f"{'algo':10s} {'mode':28s} {'batch':>6s} {'upd':>4s} {'first (s)':>9s} {'ms/update':>10s} "
-          f"{'ms/critic':>10s} {'samples/s':>11s}")
+          f"{'ms/critic':>10s} {'samples/s':>11s} {'ms/1k samples':>13s} {'graphs':>6s}")
     for r in rows:
         if "error" in r:
             print(f"{r['algo']:10s} {r['mode']:28s} error: {r['error']}")
             continue
         print(f"{r['algo']:10s} {r['mode']:28s} {r['batch_size']:6d} {r['num_updates']:4d} {r['first_s']:9.1f} "
-              f"{r['ms_per_update_call']:10.2f} {r['ms_per_critic_update']:10.2f} {r['samples_per_s']:11.0f}")
+              f"{r['ms_per_update_call']:10.2f} {r['ms_per_critic_update']:10.2f} {r['samples_per_s']:11.0f} "
+              f"{r['ms_per_1k_samples']:13.3f} {str(r['cuda_graphs']).lower():>6s}")
     if args.out:
         with open(args.out, "w") as f:
             json.dump(rows, f, indent=2)

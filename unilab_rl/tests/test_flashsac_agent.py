@@ -223,3 +223,124 @@ def test_config_is_copied(make_env):
     agent = FlashSAC(make_env(num_envs=8), cfg, "cpu")
     agent.cfg.lr = 1.0
     assert cfg.lr == 3e-4 and dataclasses.asdict(cfg) == dataclasses.asdict(FlashSACConfig(**settings))
+
+
+def test_n_step_rows_and_the_discount_of_their_bootstrap(make_env, monkeypatch):
+    """n_step=3: the replay holds 3-step sums (the first row of each env appears at the third
+    store), store_steps stores what three store calls store, and the critic target discounts the
+    bootstrap by gamma ** 3."""
+    from unilab_rl.algorithms.flashsac import update as fu
+
+    with pytest.raises(ValueError, match=r"FlashSACConfig.learning_starts=2 must be >= n_step=3"):
+        FlashSACConfig(n_step=3, learning_starts=2)
+    with pytest.raises(ValueError, match=r"FlashSACConfig.n_step must be >= 1, got 0"):
+        FlashSACConfig(n_step=0)
+    env = make_env(num_envs=4)
+    one, block = make_flashsac(env, n_step=3, gamma=0.5, learning_starts=3), make_flashsac(env, n_step=3, gamma=0.5,
+                                                                                          learning_starts=3)
+    g = torch.Generator().manual_seed(0)
+    steps = [dict(obs={"actor": torch.randn(4, 1, generator=g), "critic": torch.randn(4, 3, generator=g)},
+                  actions=torch.rand(4, 1, generator=g), rewards=torch.randn(4, generator=g),
+                  terminated=torch.tensor([False, True, False, False]) if t == 3 else torch.zeros(4, dtype=torch.bool),
+                  next_obs={"actor": torch.randn(4, 1, generator=g), "critic": torch.randn(4, 3, generator=g)},
+                  truncated=torch.zeros(4, dtype=torch.bool)) for t in range(5)]
+    for t, s in enumerate(steps):
+        one.store(**s)
+        assert len(one.replay) == 4 * max(t - 1, 0)
+    stacked = {k: ({g: torch.stack([s[k][g] for s in steps]) for g in ("actor", "critic")} if k.endswith("obs")
+                   else torch.stack([s[k] for s in steps])) for k in steps[0]}
+    block.store_steps(**stacked)
+    r = stacked["rewards"]
+    torch.testing.assert_close(one.replay.rewards[:4], r[0] + 0.5 * r[1] + 0.25 * r[2])
+    # Env 1 terminates at step 3 (rows 4-7 are anchored at step 1, rows 8-11 at step 2): the
+    # window from step 1 ends there in full, the window from step 2 keeps r2 + 0.5 r3 only.
+    assert float(one.replay.rewards[5]) == pytest.approx(float(r[1, 1] + 0.5 * r[2, 1] + 0.25 * r[3, 1]))
+    assert float(one.replay.rewards[9]) == pytest.approx(float(r[2, 1] + 0.5 * r[3, 1]))
+    assert one.replay.terminated[:12].tolist() == [False] * 4 + [False, True, False, False] * 2
+    for field in ("actions", "rewards", "terminated"):
+        torch.testing.assert_close(getattr(block.replay, field)[:12], getattr(one.replay, field)[:12], rtol=0, atol=0)
+    torch.testing.assert_close(block.replay.next_obs["critic"][:12], one.replay.next_obs["critic"][:12])
+    seen = []
+    original = fu.categorical_td_target
+    monkeypatch.setattr(fu, "categorical_td_target", lambda *a, **k: seen.append(a[4]) or original(*a, **k))
+    one.update()
+    assert seen and all(gamma == pytest.approx(0.125) for gamma in seen)
+
+
+def _fill_random(agent, env, steps: int) -> None:
+    obs = env.reset()
+    for _ in range(steps):
+        actions = agent.random_actions(env.num_envs)
+        nxt, rewards, terminated, truncated, extras = env.step(actions)
+        agent.store(obs, actions, rewards, terminated, extras["final_obs"], truncated)
+        obs = nxt
+
+
+def test_learning_rates_held_as_device_tensors_take_the_same_steps(make_env):
+    """Where updates may be captured the optimizers hold each rate as a () tensor that the
+    schedule fills in place; that takes the steps float rates take, and a checkpoint restores
+    the rates in the form the learner holds them."""
+    agents = []
+    for tensor_rates in (False, True):
+        torch.manual_seed(0)
+        env = make_env(num_envs=8)
+        agent = make_flashsac(env, lr_end=1e-4, cuda_graph="auto")  # a CPU learner: float rates
+        assert not agent.critic_optimizer.param_groups[0]["capturable"] and agent._graphs is None
+        if tensor_rates:
+            for optimizer in (agent.actor_optimizer, agent.critic_optimizer, agent.temperature_optimizer):
+                for group in optimizer.param_groups:
+                    group["lr"] = torch.tensor(float(group["lr"]))
+        _fill_random(agent, env, 4)
+        torch.manual_seed(1)
+        agents.append((agent, [agent.update() for _ in range(3)]))
+    (floats, logs_f), (tensors, logs_t) = agents
+    for a, b in zip(logs_f, logs_t):
+        for key in a:
+            assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), key
+    lr = tensors.critic_optimizer.param_groups[0]["lr"]
+    assert isinstance(lr, torch.Tensor) and float(lr) == pytest.approx(logs_t[-1]["Policy/learning_rate"])
+    state = tensors.state_dict()
+    state["critic_optimizer"]["param_groups"][0]["capturable"] = True  # as a CUDA learner's checkpoint holds it
+    floats.load_state_dict(state)  # tensor rates into a float-rate learner
+    group = floats.critic_optimizer.param_groups[0]
+    assert isinstance(group["lr"], float) and group["capturable"] is False
+    assert "Loss/critic" in floats.update()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
+@pytest.mark.parametrize("mixed_precision", [False, True])
+def test_cuda_graph_replays_take_the_eager_steps(make_env, mixed_precision):
+    """Captured updates do what eager updates do: the same random rows (both draw with
+    sample_capturable from the device generator), the same losses, learning rates and weights
+    after 5 calls of 4 updates (actor every second), of which the first runs both kinds' 3 warm-up
+    updates and the second captures them; the reward scale and the cosine rates change under the
+    graphs as stores and steps go on. bfloat16 gets a looser tolerance: the same kernels run in
+    both, but a library may pick another algorithm inside a capture."""
+    rel, atol = (1e-2, 1e-3) if mixed_precision else (1e-4, 1e-5)
+    agents = []
+    for graph in (True, False):
+        torch.manual_seed(0)
+        env = make_env(num_envs=16)
+        agent = make_flashsac(env, device="cuda", cuda_graph=graph, compile=False, mixed_precision=mixed_precision,
+                              num_updates=4, actor_update_period=2, batch_size=64, max_iterations=8, lr_end=1e-4)
+        _fill_random(agent, env, 8)
+        if not graph:
+            agent.replay.sample = lambda b, mirror=None, r=agent.replay: r.sample_capturable(b, mirror)
+        torch.manual_seed(1)
+        logs = []
+        for _ in range(5):
+            logs.append(agent.update())
+            _fill_random(agent, env, 1)  # the reward scale moves between calls
+        agents.append((agent, logs))
+    (graphed, logs_g), (eager, logs_e) = agents
+    assert graphed.cuda_graphs and not eager.cuda_graphs
+    assert graphed.critic_optimizer.param_groups[0]["capturable"]
+    for a, b in zip(logs_g, logs_e):
+        assert a.keys() == b.keys()
+        for key in a:
+            assert a[key] == pytest.approx(b[key], rel=rel, abs=atol), key
+    for p, q in zip([*graphed.actor.state_dict().values(), *graphed.critic_target.state_dict().values(),
+                     graphed.log_temperature],
+                    [*eager.actor.state_dict().values(), *eager.critic_target.state_dict().values(),
+                     eager.log_temperature]):
+        torch.testing.assert_close(p, q, rtol=rel, atol=atol)

@@ -42,7 +42,7 @@ def test_runtime_settings_are_shared_and_checked():
     with pytest.raises(ValueError, match="divisible"):
         RuntimeConfig(num_collectors=3, collector_shards=1, mode="async").check_num_envs(10)
     RuntimeConfig(collector_shards=3, mode="sync").check_num_envs(10)  # the sync runtime has no shards
-    with pytest.raises(ValueError, match="runtime.cuda_graph=true: FlashSAC does not capture"):
+    with pytest.raises(ValueError, match=r"runtime.cuda_graph=true needs a CUDA learner device, got cpu"):
         make_flashsac(PointEnv(num_envs=8), cuda_graph=True)
 
 
@@ -85,15 +85,16 @@ def test_flashsac_trains_async_and_leaves_no_child(num_collectors):
     assert live_children() == []
 
 
-def test_async_and_sync_store_the_same_replay_and_reward_scale():
+@pytest.mark.parametrize("n_step", [1, 3])
+def test_async_and_sync_store_the_same_replay_and_reward_scale(n_step):
     iterations = 10  # not a multiple of block_steps: the last block is partial; episodes time out at 5
     sync_env = make_point_env()
-    sync = make_flashsac(sync_env, learning_starts=100, block_steps=4)  # warm-up actions only
+    sync = make_flashsac(sync_env, learning_starts=100, block_steps=4, n_step=n_step)  # warm-up actions only
     OffPolicyRunner(sync_env, sync, seed=7).learn(iterations)
-    asyn = make_flashsac(make_point_env(), learning_starts=100, block_steps=4, mode="async")
+    asyn = make_flashsac(make_point_env(), learning_starts=100, block_steps=4, mode="async", n_step=n_step)
     AsyncOffPolicyRunner(make_point_env, asyn, seed=7).learn(iterations)
 
-    rows = iterations * 8
+    rows = (iterations - n_step + 1) * 8  # the n-step window holds the newest n_step - 1 steps back
     assert len(asyn.replay) == len(sync.replay) == rows
     for field in ("actions", "rewards", "terminated"):
         torch.testing.assert_close(getattr(asyn.replay, field)[:rows], getattr(sync.replay, field)[:rows],

@@ -205,3 +205,70 @@ def test_cosine_learning_rate():
     assert fu.cosine_learning_rate(50, 100, 3e-4, 1.5e-4) == pytest.approx(2.25e-4)
     assert fu.cosine_learning_rate(100, 100, 3e-4, 1.5e-4) == pytest.approx(1.5e-4)
     assert fu.cosine_learning_rate(500, 100, 3e-4, 1.5e-4) == pytest.approx(1.5e-4)
+
+
+def naive_n_step(rewards, terminated, truncated, next_obs, n, gamma, anchor):
+    """The n-step transition of one env anchored at step ``anchor``, by a plain loop over its steps."""
+    total, discount = 0.0, 1.0
+    for k in range(anchor, anchor + n):
+        total += discount * float(rewards[k])
+        discount *= gamma
+        if terminated[k] or truncated[k] or k == anchor + n - 1:
+            return total, bool(terminated[k]), next_obs[k]
+    raise AssertionError("unreachable")
+
+
+def test_n_step_window_matches_a_plain_loop_across_episode_ends():
+    from unilab_rl.algorithms.flashsac.nstep import NStepWindow
+
+    n, gamma, steps = 3, 0.9, 7
+    # Env 0 runs on; env 1 terminates at step 1; env 2 times out at step 2 and terminates at step 5.
+    rewards = torch.arange(steps * 3, dtype=torch.float32).view(steps, 3) / 10
+    terminated = torch.zeros(steps, 3, dtype=torch.bool)
+    truncated = torch.zeros(steps, 3, dtype=torch.bool)
+    terminated[1, 1] = terminated[5, 2] = True
+    truncated[2, 2] = True
+    obs = torch.randn(steps, 3, 4)
+    next_obs = torch.randn(steps, 3, 4)
+    actions = torch.randn(steps, 3, 2)
+    window = NStepWindow(n, gamma)
+    rows = [window.push({"actor": obs[t]}, actions[t], rewards[t], terminated[t], truncated[t],
+                        {"actor": next_obs[t]}) for t in range(steps)]
+    assert rows[: n - 1] == [None] * (n - 1)
+    for t, row in enumerate(rows[n - 1 :]):  # anchored at step t
+        row_obs, row_actions, row_rewards, row_terminated, row_next = row
+        torch.testing.assert_close(row_obs["actor"], obs[t])
+        torch.testing.assert_close(row_actions, actions[t])
+        for env in range(3):
+            reward, term, nxt = naive_n_step(rewards[:, env], terminated[:, env], truncated[:, env],
+                                             next_obs[:, env], n, gamma, t)
+            assert float(row_rewards[env]) == pytest.approx(reward, rel=1e-6), (t, env)
+            assert bool(row_terminated[env]) == term, (t, env)
+            torch.testing.assert_close(row_next["actor"][env], nxt)
+    # By hand: env 1's window at step 0 stops at its termination: r0 + 0.9 r1, terminated.
+    first = rows[n - 1]
+    assert float(first[2][1]) == pytest.approx(0.1 + 0.9 * 0.4) and bool(first[3][1])
+    # env 2's window at step 1 stops at its time-out at step 2: not terminated, s' = step 2's.
+    second = rows[n]
+    assert float(second[2][2]) == pytest.approx(0.5 + 0.9 * 0.8) and not bool(second[3][2])
+    torch.testing.assert_close(second[4]["actor"][2], next_obs[2, 2])
+
+
+def test_weight_projection_equals_the_per_layer_projections():
+    """The batched projection a training step calls does what each layer's own method does."""
+    import copy
+
+    from unilab_rl.algorithms.flashsac.networks import WeightProjection
+
+    torch.manual_seed(0)
+    for net in (CategoricalCritic(20, 5, 32, 2, num_bins=11), FlashActor(20, -torch.ones(5), torch.ones(5), 16, 2)):
+        with torch.no_grad():
+            for p in net.parameters():
+                p.add_(0.3 * torch.randn_like(p))  # off their spheres, as after an optimizer step
+        per_layer = copy.deepcopy(net)
+        for m in per_layer.modules():
+            if isinstance(m, (UnitLinear, UnitBatchNorm, UnitRMSNorm)):
+                m.normalize_parameters()
+        WeightProjection(net)()
+        for (name, p), q in zip(net.named_parameters(), per_layer.parameters()):
+            torch.testing.assert_close(p, q, rtol=1e-6, atol=1e-6, msg=name)

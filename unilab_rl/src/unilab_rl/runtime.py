@@ -68,7 +68,7 @@ class RuntimeConfig:
     cuda_graph: bool | Literal["auto"] = "auto"
     """Capture whole gradient steps as CUDA graphs and replay them (PyTorch, "CUDA Graphs"):
     ``"auto"`` where the algorithm supports it on a single CUDA learner, ``True`` requires it,
-    ``False`` never. Supported by SAC."""
+    ``False`` never. Supported by SAC and FlashSAC."""
     mixed_precision: bool | Literal["auto"] = "auto"
     """bfloat16 autocast of the forward passes: ``"auto"`` on CUDA where the algorithm supports it,
     ``True`` requires it, ``False`` never. Supported by FlashSAC."""

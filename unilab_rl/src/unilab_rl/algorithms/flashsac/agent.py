@@ -23,6 +23,7 @@ import copy
 import dataclasses
 import logging
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -30,15 +31,16 @@ import torch
 from unilab_rl.algorithms.flashsac import update as flash_update
 from unilab_rl.algorithms.flashsac.config import FlashSACConfig
 from unilab_rl.algorithms.flashsac.exploration import HeldNoise, RewardScaler
+from unilab_rl.algorithms.flashsac.nstep import NStepWindow
 from unilab_rl.algorithms.flashsac.networks import (
     CategoricalCritic,
     DeterministicPolicy,
     ExplorationPolicy,
     FlashActor,
-    normalize_parameters,
+    WeightProjection,
 )
 from unilab_rl.device import resolve_device
-from unilab_rl.replay import ReplayBuffer, block_rows
+from unilab_rl.replay import Batch, ReplayBuffer, block_rows
 from unilab_rl.runtime import RuntimeConfig
 from unilab_rl.vecenv import Mirror, VecEnv, learner_mirror, learner_spaces
 
@@ -75,8 +77,8 @@ class FlashSAC:
         cfg: hyperparameters; copied, never mutated.
         device: learner device; ``None`` resolves ``"auto"`` (:func:`unilab_rl.device.resolve_device`).
         runtime: execution settings (``compile``, ``compile_mode``, ``mixed_precision``); ``None``
-            takes :class:`~unilab_rl.runtime.RuntimeConfig`'s defaults. ``cuda_graph=true`` is
-            refused (no whole-step capture for FlashSAC; ``auto`` runs without).
+            takes :class:`~unilab_rl.runtime.RuntimeConfig`'s defaults. ``cuda_graph`` (``auto``:
+            on a CUDA learner) captures each whole update as a CUDA graph (:class:`_StepGraphs`).
         max_iterations: the run's length in iterations: the horizon of the cosine learning-rate
             schedule (:attr:`FlashSACConfig.lr_end`).
 
@@ -96,8 +98,8 @@ class FlashSAC:
 
     Raises:
         ValueError: the env has no ``"actor"`` group or a malformed action box; ``cfg.symmetry``
-            is on and the env has no usable ``mirror``.
-            ``runtime.cuda_graph=true``.
+            is on and the env has no usable ``mirror``; ``runtime.cuda_graph=true`` on a device
+            other than CUDA.
         unilab_rl.device.DeviceUnavailableError: ``device`` names a missing device.
     """
 
@@ -106,9 +108,11 @@ class FlashSAC:
         self.cfg = dataclasses.replace(cfg)
         cfg = self.cfg
         self.runtime = dataclasses.replace(runtime) if runtime is not None else RuntimeConfig()
-        if self.runtime.cuda_graph is True:
-            raise ValueError("runtime.cuda_graph=true: FlashSAC does not capture CUDA graphs; use auto or false")
         self.device = resolve_device("auto" if device is None else device)
+        if self.runtime.cuda_graph is True and self.device.type != "cuda":
+            raise ValueError(f"runtime.cuda_graph=true needs a CUDA learner device, got {self.device.type}")
+        # Capture may happen: optimizers keep their step counts and learning rates on the device.
+        self._may_capture = self.runtime.cuda_graph is not False and self.device.type == "cuda"
         self.env_device = torch.device(env.device)
         self.num_envs = env.num_envs
         self.num_actions = env.num_actions
@@ -139,15 +143,17 @@ class FlashSAC:
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self._target_params = list(self.critic_target.parameters())
         self._online_params = list(self.critic.parameters())
+        self._project_actor, self._project_critic = WeightProjection(self.actor), WeightProjection(self.critic)
         self.log_temperature = torch.tensor(math.log(cfg.init_temperature), device=self.device, requires_grad=True)
         self.target_entropy = flash_update.unified_target_entropy(self.num_actions, cfg.target_sigma)
 
-        # Adam everywhere, no weight decay, no clipping (the projection bounds the norms).
-        fused = self.device.type in ("cuda", "cpu")
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.lr, fused=fused)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr, fused=fused)
+        # Adam everywhere, no weight decay, no clipping (the projection bounds the norms). Where
+        # steps may be captured, each rate is a () device tensor that the schedule fills in place.
+        opt = {"fused": self.device.type in ("cuda", "cpu"), "capturable": self._may_capture}
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=self._rate(cfg.lr), **opt)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=self._rate(cfg.lr), **opt)
         self.temperature_optimizer = torch.optim.Adam(
-            [self.log_temperature], lr=cfg.lr * cfg.temperature_lr_scale, fused=fused
+            [self.log_temperature], lr=self._rate(cfg.lr * cfg.temperature_lr_scale), **opt
         )
         # Updates start in the iteration where the buffer first holds learning_starts * N rows.
         first = max(cfg.learning_starts - 1, 0)
@@ -160,6 +166,7 @@ class FlashSAC:
             self.num_actions, device=self.device, enabled=cfg.noise_repeat
         )
         self.replay = ReplayBuffer(cfg.buffer_size_per_env * self.num_envs, obs_dims, self.num_actions, self.device)
+        self.nstep = NStepWindow(cfg.n_step, cfg.gamma) if cfg.n_step > 1 else None
 
         self.iteration = 0
         self.num_critic_updates = 0
@@ -187,8 +194,9 @@ class FlashSAC:
 
     @property
     def cuda_graphs(self) -> bool:
-        """Always False: FlashSAC's updates are not captured as whole-step CUDA graphs."""
-        return False
+        """True once :meth:`update` replays captured CUDA graphs for every kind of step it has
+        run (``runtime.cuda_graph``; :class:`_StepGraphs`)."""
+        return self._graphs is not None and self._graphs.captured
 
     # -- Acting -----------------------------------------------------------------------------
 
@@ -253,7 +261,9 @@ class FlashSAC:
         next_obs: dict[str, torch.Tensor],
         truncated: torch.Tensor | None = None,
     ) -> None:
-        """Add one env step of all envs to the replay buffer and advance the reward scaling.
+        """Add one env step of all envs to the replay buffer (through the n-step window when
+        ``cfg.n_step > 1``: the row stored is the n-step transition anchored ``n_step - 1`` steps
+        back, none for the first ``n_step - 1`` calls) and advance the reward scaling.
 
         Args:
             obs: group -> (N, d) observations the actions were taken in.
@@ -262,12 +272,20 @@ class FlashSAC:
             terminated: (N,) bool, terminal states only.
             next_obs: group -> (N, d), the env's ``extras["final_obs"]``.
             truncated: (N,) bool time-outs; with ``terminated`` they end the running returns of
-                the reward scaling. ``None`` counts only terminations as episode ends.
+                the reward scaling and cut the n-step sums. ``None`` counts only terminations as
+                episode ends.
         """
         groups = self.replay.obs_dims
         obs = {g: obs[g].to(self.device) for g in groups}
         next_obs = {g: next_obs[g].to(self.device) for g in groups}
-        self.replay.add(obs, actions, rewards, terminated, next_obs)
+        if self.nstep is None:
+            self.replay.add(obs, actions, rewards, terminated, next_obs)
+        else:
+            trunc = torch.zeros_like(terminated, dtype=torch.bool) if truncated is None else truncated
+            row = self.nstep.push(obs, actions.to(self.device), rewards.to(self.device),
+                                  terminated.to(self.device), trunc.to(self.device), next_obs)
+            if row is not None:
+                self.replay.add(*row)
         if self.reward_scaler is not None:
             done = terminated.bool() if truncated is None else terminated.bool() | truncated.bool()
             self.reward_scaler.update(rewards.to(self.device), done.to(self.device))
@@ -283,8 +301,9 @@ class FlashSAC:
         truncated: torch.Tensor | None = None,
     ) -> int:
         """Add T env steps of all N envs at once (the async runner's block): one copy to the
-        learner device per field, one replay write, then the reward scaling advanced step by step
-        (as T :meth:`store` calls would, so both runtimes scale identically).
+        learner device per field, one replay write (after the n-step window, step by step, when
+        ``n_step > 1``), then the reward scaling advanced step by step (as T :meth:`store` calls
+        would, so both runtimes store and scale identically).
 
         Args:
             obs, next_obs: group -> (T, N, d) float32 (e.g. views of a shared-memory block).
@@ -301,11 +320,26 @@ class FlashSAC:
         groups = self.replay.obs_dims
         block = {"obs": {g: obs[g] for g in groups}, "next_obs": {g: next_obs[g] for g in groups},
                  "actions": actions, "rewards": rewards, "terminated": terminated}
-        if self.reward_scaler is not None and truncated is not None:
+        if (self.reward_scaler is not None or self.nstep is not None) and truncated is not None:
             block["truncated"] = truncated
         d, nbytes = block_rows(block, self.device)
         rewards_d, terminated_d = d["rewards"], d["terminated"]
-        self.replay.add(d["obs"], d["actions"], rewards_d, terminated_d, d["next_obs"])
+        if self.nstep is None:
+            self.replay.add(d["obs"], d["actions"], rewards_d, terminated_d, d["next_obs"])
+        else:
+            trunc_d = d["truncated"] if truncated is not None else torch.zeros_like(terminated_d, dtype=torch.bool)
+            rows = []
+            for t in range(steps):
+                r = slice(t * n, (t + 1) * n)
+                row = self.nstep.push({g: v[r] for g, v in d["obs"].items()}, d["actions"][r], rewards_d[r],
+                                      terminated_d[r], trunc_d[r], {g: v[r] for g, v in d["next_obs"].items()})
+                if row is not None:
+                    rows.append(row)
+            if rows:
+                self.replay.add({g: torch.cat([row[0][g] for row in rows]) for g in groups},
+                                torch.cat([row[1] for row in rows]), torch.cat([row[2] for row in rows]),
+                                torch.cat([row[3] for row in rows]),
+                                {g: torch.cat([row[4][g] for row in rows]) for g in groups})
         if self.reward_scaler is not None:
             done = terminated_d.bool()
             if truncated is not None:
@@ -320,7 +354,9 @@ class FlashSAC:
     def _autocast(self) -> contextlib.AbstractContextManager:
         if self.autocast_dtype is None:
             return contextlib.nullcontext()
-        return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype)
+        # No cast cache where steps may be captured (PyTorch, "CUDA Graphs": autocast).
+        return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype,
+                              cache_enabled=not self._may_capture)
 
     def _critic_objective(
         self,
@@ -334,7 +370,8 @@ class FlashSAC:
         with self._autocast():
             return flash_update.critic_objective(
                 self.actor, self.critic, self.critic_target, critic_obs, actions, rewards, terminated,
-                next_actor_obs, next_critic_obs, self.log_temperature.detach().exp(), self.cfg.gamma,
+                next_actor_obs, next_critic_obs, self.log_temperature.detach().exp(),
+                self.cfg.gamma**self.cfg.n_step,
             )  # fmt: skip
 
     def _actor_objective(
@@ -351,23 +388,36 @@ class FlashSAC:
 
     def _setup_compile(self) -> None:
         """Compile the two forward objectives; backward passes run the compiled backward graphs,
-        optimizer steps and weight projections stay eager (fused kernels, in-place foreach)."""
+        optimizer steps and weight projections stay eager (fused kernels, in-place foreach). With
+        ``runtime.cuda_graph`` whole steps are captured instead (:class:`_StepGraphs`), so the
+        objectives use the graph-free twin of a CUDA-graph compile mode."""
         use = self.runtime.compile
         want = use is True or (use == "auto" and self.device.type == "cuda")
         self.compile_backend = "inductor" if want else "eager"
-        self.compile_mode = resolve_compile_mode(self.runtime.compile_mode)
-        self._cudagraphs = want and self.compile_mode in ("reduce-overhead", "max-autotune")
+        self._graphs = _StepGraphs() if self._may_capture else None
+        mode = resolve_compile_mode(self.runtime.compile_mode)
+        if self._graphs is not None:
+            mode = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}.get(mode, mode)
+        self.compile_mode = mode
+        # CUDA-graph compile modes need to be told where a training step begins (cudagraph trees).
+        self._cudagraphs = want and mode in ("reduce-overhead", "max-autotune")
         if want:
-            self._critic_objective_fn = torch.compile(self._critic_objective, fullgraph=True, mode=self.compile_mode)
-            self._actor_objective_fn = torch.compile(self._actor_objective, fullgraph=True, mode=self.compile_mode)
+            self._critic_objective_fn = torch.compile(self._critic_objective, fullgraph=True, mode=mode)
+            self._actor_objective_fn = torch.compile(self._actor_objective, fullgraph=True, mode=mode)
         else:
             self._critic_objective_fn = self._critic_objective
             self._actor_objective_fn = self._actor_objective
+
+    def _rate(self, value: float) -> float | torch.Tensor:
+        """A learning rate as the optimizers hold it: a () float32 device tensor where steps may be
+        captured (a captured step reads it in place), else a float."""
+        return torch.tensor(value, dtype=torch.float32, device=self.device) if self._may_capture else value
 
     def _set_learning_rate(self) -> tuple[float, float]:
         """Set each optimizer's rate from its own step count, as the official code's per-optimizer
         schedulers: the critic's cosine runs over all ``total_updates``; the actor and temperature,
         stepped every ``actor_update_period``-th update, reach its middle by the end of the run.
+        Tensor rates are filled in place (no host sync), float rates replaced.
 
         Returns:
             (critic rate, actor rate); the temperature's is the actor's x ``temperature_lr_scale``.
@@ -382,14 +432,52 @@ class FlashSAC:
             (self.temperature_optimizer, actor_lr * cfg.temperature_lr_scale),
         ):
             for group in optimizer.param_groups:
-                group["lr"] = lr
+                if isinstance(group["lr"], torch.Tensor):
+                    group["lr"].fill_(lr)
+                else:
+                    group["lr"] = lr
         return critic_lr, actor_lr
 
+    def _step(self, batch: Batch, with_actor: bool) -> torch.Tensor:
+        """One update on ``batch`` (FlashSAC's order): when ``with_actor``, an actor and temperature
+        step, each followed by the actor's weight projection; then a critic step (its target uses
+        the actor just updated), the critic's projection and the EMA of the target critic. Nothing
+        is decided on the host, so a CUDA graph can capture it whole.
+
+        Returns:
+            (3,) float32, detached: critic loss, mean Q, target Q; with ``with_actor`` (7,): then
+            actor loss, temperature loss, entropy estimate, alpha after the step.
+        """
+        cfg, a, c = self.cfg, self.actor_group, self.critic_group
+        rewards = batch.rewards if self.reward_scaler is None else self.reward_scaler(batch.rewards)
+        logs = []
+        if with_actor:
+            if self._cudagraphs:
+                torch.compiler.cudagraph_mark_step_begin()
+            loss, temp_loss, info = self._actor_objective_fn(batch.obs[a], batch.next_obs[a], batch.obs[c])
+            flash_update.apply_gradients(loss + temp_loss, [self.actor_optimizer, self.temperature_optimizer])
+            if cfg.weight_normalization:
+                self._project_actor()
+            logs.append(torch.stack([loss.detach(), temp_loss.detach(), info["entropy"],
+                                     self.log_temperature.detach().exp()]).float())
+        if self._cudagraphs:
+            torch.compiler.cudagraph_mark_step_begin()
+        qf_loss, info = self._critic_objective_fn(
+            batch.obs[c], batch.actions, rewards, batch.terminated, batch.next_obs[a], batch.next_obs[c]
+        )
+        flash_update.apply_gradients(qf_loss, self.critic_optimizer)
+        if cfg.weight_normalization:
+            self._project_critic()
+        flash_update.ema_update(self._target_params, self._online_params, cfg.tau)
+        critic_log = torch.stack([qf_loss.detach(), info["mean_q"], info["target_q"]]).float()
+        return torch.cat([critic_log, *logs])
+
     def update(self) -> dict[str, float]:
-        """Run ``cfg.num_updates`` updates, each on a fresh uniform batch: on every
+        """Run ``cfg.num_updates`` updates (:meth:`_step`), each on a fresh uniform batch: on every
         ``actor_update_period``-th one (counted across calls, starting with the first) an actor and
         temperature step, then a critic step and the EMA of the target critic. Each optimizer step
-        is followed by the weight projection. Synchronizes with the device once, at the end.
+        is followed by the weight projection. Synchronizes with the device once, at the end. With
+        ``runtime.cuda_graph`` each update is a CUDA-graph replay once captured (:class:`_StepGraphs`).
 
         Returns:
             ``"Loss/critic"``, ``"Critic/mean_q"``, ``"Critic/target_q"`` (means over this call, in
@@ -403,44 +491,30 @@ class FlashSAC:
             ValueError: the replay buffer is empty.
         """
         cfg = self.cfg
-        a, c = self.actor_group, self.critic_group
+        if len(self.replay) == 0:
+            raise ValueError("Cannot sample from an empty ReplayBuffer; add transitions first")
+        # Graph outputs are consumed (stacked = copied) before the next call: replays overwrite them.
         critic_logs: list[torch.Tensor] = []  # each (3,): critic loss, mean Q, target Q
         actor_logs: list[torch.Tensor] = []  # each (4,): actor loss, temperature loss, entropy, alpha
         lr = actor_lr = cfg.lr
         for _ in range(cfg.num_updates):
-            batch = self.replay.sample(cfg.batch_size, mirror=self.mirror)  # symmetry: half mirrored
-            rewards = batch.rewards if self.reward_scaler is None else self.reward_scaler(batch.rewards)
+            with_actor = self.num_critic_updates % cfg.actor_update_period == 0
             lr, actor_lr = self._set_learning_rate()
-
-            if self.num_critic_updates % cfg.actor_update_period == 0:
-                if self._cudagraphs:
-                    torch.compiler.cudagraph_mark_step_begin()
-                loss, temp_loss, info = self._actor_objective_fn(batch.obs[a], batch.next_obs[a], batch.obs[c])
-                flash_update.apply_gradients(loss + temp_loss, [self.actor_optimizer, self.temperature_optimizer])
-                if cfg.weight_normalization:
-                    normalize_parameters(self.actor)
-                actor_logs.append(
-                    torch.stack([loss.detach(), temp_loss.detach(), info["entropy"], self.log_temperature.detach().exp()])
-                )
-
-            if self._cudagraphs:
-                torch.compiler.cudagraph_mark_step_begin()
-            qf_loss, info = self._critic_objective_fn(
-                batch.obs[c], batch.actions, rewards, batch.terminated, batch.next_obs[a], batch.next_obs[c]
-            )
-            flash_update.apply_gradients(qf_loss, self.critic_optimizer)
-            if cfg.weight_normalization:
-                normalize_parameters(self.critic)
-            flash_update.ema_update(self._target_params, self._online_params, cfg.tau)
-            critic_logs.append(torch.stack([qf_loss.detach(), info["mean_q"], info["target_q"]]))
+            if self._graphs is None:
+                out = self._step(self.replay.sample(cfg.batch_size, mirror=self.mirror), with_actor)
+            else:
+                out = self._graphs.step(self, with_actor)
+            critic_logs.append(out[:3])
+            if with_actor:
+                actor_logs.append(out[3:])
             self.num_critic_updates += 1
 
         scale = self.reward_scaler.scale() if self.reward_scaler is not None else torch.ones((), device=self.device)
         names = ["Loss/critic", "Critic/mean_q", "Critic/target_q", "Policy/reward_scale"]
-        values = [torch.stack(critic_logs).float().mean(0), scale.reshape(1).float()]
+        values = [torch.stack(critic_logs).mean(0), scale.reshape(1).float()]
         if actor_logs:
             names += ["Loss/actor", "Loss/alpha", "Policy/entropy", "Policy/alpha"]
-            stacked = torch.stack(actor_logs).float()  # (n, 4)
+            stacked = torch.stack(actor_logs)  # (n, 4)
             values.append(torch.cat([stacked[:, :3].mean(0), stacked[-1, 3:]]))
         metrics = dict(zip(names, torch.cat(values).tolist()))
         metrics["Policy/learning_rate"] = lr
@@ -495,8 +569,79 @@ class FlashSAC:
         self.temperature_optimizer.load_state_dict(state["temperature_optimizer"])
         if self.reward_scaler is not None and state.get("reward_scaler") is not None:
             self.reward_scaler.load_state_dict(state["reward_scaler"])
+        for optimizer in (self.actor_optimizer, self.critic_optimizer, self.temperature_optimizer):
+            for group in optimizer.param_groups:  # a checkpoint's rate and capture flag, as this learner holds them
+                group["lr"] = self._rate(float(group["lr"]))
+                group["capturable"] = self._may_capture
         self.iteration = int(state["iteration"])
         self.num_critic_updates = int(state["num_critic_updates"])
+        if self._graphs is not None:  # the optimizers' state tensors were replaced: capture anew
+            self._graphs = _StepGraphs()
+
+
+class _StepGraphs:
+    """The CUDA graphs of :class:`FlashSAC`'s two kinds of update (``runtime.cuda_graph``),
+    captured lazily: ``"actor"`` (sample, actor and temperature step, critic step, EMA) and
+    ``"critic"`` (the same without the actor step), as :meth:`FlashSAC._step` runs them.
+
+    Each kind first runs :data:`WARMUP` times eagerly on a side stream, which builds the
+    optimizer state, compiles the objectives and settles the caching allocator (PyTorch, "CUDA
+    Graphs": whole-network capture). The next update of that kind is captured into a graph with its
+    own memory pool, then replayed, and so is every later one. Each graph draws its batch itself
+    (:meth:`~unilab_rl.replay.ReplayBuffer.sample_capturable`, from the device generator, into
+    static tensors) and reads the live parameters, batch-norm statistics, optimizer state,
+    learning-rate tensors, reward-scaling statistics and replay storage, all updated in place
+    outside it. :meth:`FlashSAC.load_state_dict` replaces this object, since it replaces the
+    optimizers' state tensors. (SAC's whole-step graphs, ``unilab_rl.algorithms.sac.agent``,
+    follow the same plan.)
+    """
+
+    WARMUP = 3
+    """Eager updates of each kind before its capture."""
+
+    def __init__(self) -> None:
+        self.graphs: dict[str, torch.cuda.CUDAGraph] = {}  # "actor", "critic" once captured
+        self.outs: dict[str, torch.Tensor] = {}  # their static outputs: (7,) and (3,)
+        self.warm = {"actor": 0, "critic": 0}
+        self.stream: torch.cuda.Stream | None = None
+
+    @property
+    def captured(self) -> bool:
+        """Every kind of update run so far is a graph replay (and at least one has run)."""
+        ran = {kind for kind, n in self.warm.items() if n > 0}
+        return bool(ran) and ran <= set(self.graphs)
+
+    def _eager(self, agent: FlashSAC, kind: str, step: Callable[[], torch.Tensor]) -> torch.Tensor:
+        """Run ``step`` on the side stream, then make the current stream wait for it."""
+        if self.stream is None:
+            self.stream = torch.cuda.Stream(agent.device)
+        main = torch.cuda.current_stream(agent.device)
+        self.stream.wait_stream(main)
+        with torch.cuda.stream(self.stream):
+            out = step()
+        main.wait_stream(self.stream)
+        torch.cuda.synchronize(agent.device)  # warm-up only: no cross-stream lifetime to track
+        self.warm[kind] += 1
+        return out
+
+    def step(self, agent: FlashSAC, with_actor: bool) -> torch.Tensor:
+        """One update of the kind ``with_actor`` names: eager while warming up, then captured once
+        and replayed; returns a copy of its (7,) or (3,) log."""
+        kind = "actor" if with_actor else "critic"
+
+        def update() -> torch.Tensor:
+            return agent._step(agent.replay.sample_capturable(agent.cfg.batch_size, agent.mirror), with_actor)
+
+        graph = self.graphs.get(kind)
+        if graph is None:
+            if self.warm[kind] < self.WARMUP:
+                return self._eager(agent, kind, update)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                self.outs[kind] = update()
+            self.graphs[kind] = graph
+        graph.replay()
+        return self.outs[kind].clone()
 
 
 def make(env: VecEnv, cfg: FlashSACConfig, *, device: torch.device | str | None = None,

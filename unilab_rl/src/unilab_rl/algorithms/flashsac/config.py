@@ -42,7 +42,15 @@ class FlashSACConfig:
     # -- Returns and targets ----------------------------------------------------------------
     gamma: float = 0.97
     """Discount: 0.97 for 50 Hz joystick-style G1 (MuJoCo Playground G1/T1 and UniLab runs;
-    algorithms.md 1.3 and 6); the IsaacLab benchmark used 0.99 with 3-step returns."""
+    algorithms.md 1.3 and 6); the IsaacLab benchmark and the authors' G1 port
+    (``Holiday-Robot/rsl_rl_flashsac``, ``isaaclab_flashsac/rl_cfg.py``) use 0.99 with
+    ``n_step=3``."""
+    n_step: int = 1
+    """Env steps folded into one stored transition (n-step returns, aggregated as transitions are
+    stored: :class:`~unilab_rl.algorithms.flashsac.nstep.NStepWindow`); the critic's bootstrap is
+    discounted by ``gamma ** n_step``. 1: one-step targets (the official CPU-simulator and
+    MuJoCo Playground runs); 3: the IsaacLab benchmark and the authors' G1 port. Updates start
+    ``n_step - 1`` iterations later, since the newest steps wait in the window."""
     tau: float = 0.01
     """EMA rate of the target critic after every critic update (paper: 0.01)."""
 
@@ -102,19 +110,22 @@ class FlashSACConfig:
 
     * ``"action"`` (default): the env's action units. The log-probability includes the
       Jacobian of the squash onto the box, ``-sum_i log(half_range_i)``, so sigma is in action
-      units. This is the FlashSAC authors' G1 port (``Holiday-Robot/rsl_rl_flashsac``,
-      ``flash_sac.py``: "std temp_target_sigma per action dimension, fixed in PHYSICAL action
-      space"). Its velocity and tracking configs squash onto +-1 and +-3 action units, its
-      DreamWaQ configs onto the joint limits (see :attr:`action_bound`).
+      units. The authors' G1 port (``Holiday-Robot/rsl_rl_flashsac`` at 58ea910) describes this
+      choice ("std temp_target_sigma per action dimension, fixed in PHYSICAL action space",
+      ``flash_sac.py``; ``rl_cfg.py``) but its code does not apply it: its policy head returns
+      the log-density of ``tanh(u)`` (``modules/flash_sac_layers.py``, ``NormalTanhPolicy.forward``)
+      and the ``log_action_scale`` it stores is never read, so its entropy is in squashed units.
     * ``"squashed"``: the ``[-1, 1]`` units of ``tanh(u)``, so sigma is in half-widths of the box.
-      This is the original code (``flash_rl``), whose box is the env's ``[-1, 1]`` action range;
-      on our joint-limit box (4.8 action units per side, geometric mean, for the G1) 0.15 is
-      about 0.7 action units.
+      What both public implementations compute: the original code (``flash_rl``), whose box is
+      the env's ``[-1, 1]`` range, and the G1 port, whose box is +-1 (velocity) or +-3 (tracking)
+      action units. On a +-1 box the two units are the same. On our joint-limit box (4.8 action
+      units per side, geometric mean, for the G1) 0.15 is about 0.7 action units.
 
     The temperature's equilibrium is the same in both units up to the choice of sigma's unit. The
     soft return differs: in action units every step adds a constant ``alpha sum_i log(half_range_i)``
-    (45.6 alpha for the G1). Measured on the GPU machine (docs/benchmarks.md, "FlashSAC's entropy
-    and temperature"): on the whole joint-limit box neither walks in 6,000 iterations."""
+    (45.6 alpha for the G1's joint-limit box, 31.9 alpha on +-3). Measured on the GPU machine
+    (docs/benchmarks.md, "FlashSAC's entropy and temperature"): on the whole joint-limit box neither
+    walks in 6,000 iterations. The comparison with the official code: docs/flashsac.md."""
     action_bound: float | None = None
     """Squash into the env's action box intersected with ``[-action_bound, action_bound]`` (action
     units) instead of the whole box. ``None``: the whole box, which for the G1 is the joint limits,
@@ -154,6 +165,13 @@ class FlashSACConfig:
                 raise ValueError(f"FlashSACConfig.{name} must be >= 1, got {getattr(self, name)!r}")
         if self.learning_starts < 0:
             raise ValueError(f"FlashSACConfig.learning_starts must be >= 0, got {self.learning_starts!r}")
+        if self.n_step < 1:
+            raise ValueError(f"FlashSACConfig.n_step must be >= 1, got {self.n_step!r}")
+        if self.n_step > 1 and self.learning_starts < self.n_step:
+            raise ValueError(
+                f"FlashSACConfig.learning_starts={self.learning_starts!r} must be >= n_step={self.n_step!r}: "
+                "the first stored transition needs n_step env steps"
+            )
         if self.num_bins < 2:
             raise ValueError(f"FlashSACConfig.num_bins must be >= 2, got {self.num_bins!r}")
         for name in ("lr", "lr_end", "init_temperature", "temperature_lr_scale", "target_sigma", "normalized_g_max", "v_max"):
