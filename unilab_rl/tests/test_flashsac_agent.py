@@ -28,10 +28,10 @@ def make_flashsac(env, **overrides) -> FlashSAC:
 def test_defaults_are_the_papers_and_ranges_are_checked():
     cfg = FlashSACConfig()
     assert (cfg.batch_size, cfg.num_updates, cfg.actor_update_period, cfg.tau) == (2048, 2, 2, 0.01)
-    assert (cfg.num_bins, cfg.v_max, cfg.normalized_g_max) == (101, 5.0, 5.0)
+    assert (cfg.num_bins, cfg.normalized_g_max) == (101, 5.0)
     assert (cfg.lr, cfg.lr_end, cfg.init_temperature, cfg.target_sigma) == (3e-4, 1.5e-4, 0.01, 0.15)
     assert (cfg.actor_hidden_dim, cfg.critic_hidden_dim) == (128, 256)
-    for field, value in [("num_bins", 1), ("v_max", -5.0), ("tau", 0.0), ("gamma", 1.5), ("lr_end", 0.0)]:
+    for field, value in [("num_bins", 1), ("normalized_g_max", -5.0), ("tau", 0.0), ("gamma", 1.5), ("lr_end", 0.0)]:
         with pytest.raises(ValueError, match=f"FlashSACConfig.{field}"):
             FlashSACConfig(**{field: value})
     for field, value in [("mixed_precision", "yes"), ("compile_mode", "fast")]:

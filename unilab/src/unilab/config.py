@@ -204,7 +204,8 @@ FIXED_KEYS: dict[str, str] = {
     "algo.bn_momentum": "FlashSAC's batch-norm momentum is the paper's 0.01 (unilab_rl/algorithms/flashsac/networks.py)",
     "algo.zeta_exponent": "FlashSAC's noise repeat law is the paper's Zeta(2) on 1..16 (flashsac/exploration.py)",
     "algo.zeta_max": "FlashSAC's noise repeat law is the paper's Zeta(2) on 1..16 (flashsac/exploration.py)",
-    "algo.v_min": "FlashSAC's critic support is symmetric: set algo.v_max (atoms span [-v_max, v_max])",
+    "algo.v_min": "FlashSAC's critic support is [-algo.normalized_g_max, algo.normalized_g_max] (the paper's)",
+    "algo.v_max": "FlashSAC's critic support is [-algo.normalized_g_max, algo.normalized_g_max] (the paper's)",
 }
 """Keys that are no longer settings, with why."""
 

@@ -138,7 +138,7 @@ class FlashSAC:
         ).to(self.device)  # fmt: skip
         self.critic = CategoricalCritic(
             obs_dims[self.critic_group], self.num_actions, cfg.critic_hidden_dim, cfg.critic_num_blocks,
-            num_bins=cfg.num_bins, v_min=-cfg.v_max, v_max=cfg.v_max,
+            num_bins=cfg.num_bins, v_min=-cfg.normalized_g_max, v_max=cfg.normalized_g_max,
         ).to(self.device)  # fmt: skip
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self._target_params = list(self.critic_target.parameters())

@@ -57,15 +57,14 @@ class FlashSACConfig:
     # -- Categorical critic and reward scaling ----------------------------------------------
     num_bins: int = 101
     """Atoms of each categorical critic (paper: 101)."""
-    v_max: float = 5.0
-    """The critic's support is ``linspace(-v_max, v_max, num_bins)`` (paper: ``linspace(-5, 5)``,
-    i.e. +-``normalized_G_max``)."""
     reward_normalization: bool = True
     """Scale rewards so that discounted returns fit the support (paper: on;
     ``flash_rl/agents/utils/reward_normalization.py``): ``r / max(sqrt(Var G + eps), G_abs_max /
     normalized_g_max)`` with ``G`` the running discounted return per env."""
     normalized_g_max: float = 5.0
-    """Largest absolute scaled return the scaling aims for (paper: ``normalized_G_max`` = 5)."""
+    """Largest absolute scaled return the scaling aims for, and so the half-width of the critic's
+    support, ``linspace(-normalized_g_max, normalized_g_max, num_bins)`` (paper:
+    ``normalized_G_max`` = 5 and ``linspace(-5, 5)``)."""
 
     # -- Optimizers -------------------------------------------------------------------------
     lr: float = 3e-4
@@ -174,7 +173,7 @@ class FlashSACConfig:
             )
         if self.num_bins < 2:
             raise ValueError(f"FlashSACConfig.num_bins must be >= 2, got {self.num_bins!r}")
-        for name in ("lr", "lr_end", "init_temperature", "temperature_lr_scale", "target_sigma", "normalized_g_max", "v_max"):
+        for name in ("lr", "lr_end", "init_temperature", "temperature_lr_scale", "target_sigma", "normalized_g_max"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"FlashSACConfig.{name} must be > 0, got {getattr(self, name)!r}")
         if not 0.0 <= self.gamma <= 1.0:
