@@ -14,6 +14,7 @@ import torch
 from unilab import memory
 from unilab.tasks.g1_walk_flat import G1WalkFlatConfig, make_env
 from unilab_rl.algorithms.sac.config import SACConfig
+from unilab_rl.runtime import RuntimeConfig
 from unisim.backends.mujoco import MujocoBackend
 
 
@@ -25,9 +26,10 @@ def probe():
 
 
 def test_the_estimate_has_each_allocation_with_its_keys(probe):
-    cfg = SACConfig(num_envs=256, buffer_size_per_env=1000, batch_size=1024, runtime="async", num_blocks=4, block_steps=8)
-    est = memory.estimate("sac", cfg, probe, torch.device("cuda", 0))
-    per_transition = 2 * 4 * (99 + 111) + 4 * 29 + 5
+    cfg = SACConfig(buffer_size_per_env=1000, batch_size=1024)
+    runtime = RuntimeConfig(mode="async", num_blocks=4, block_steps=8)
+    est = memory.estimate("sac", cfg, runtime, 256, probe, torch.device("cuda", 0))
+    per_transition = 2 * 4 * (probe.obs_dims["actor"] + probe.obs_dims["critic"]) + 4 * 29 + 5
     parts = {p.what: p for p in est.parts}
     assert parts["replay buffer"].nbytes == 1000 * 256 * per_transition and parts["replay buffer"].on_device
     assert parts["gradient update"].nbytes == 1024 * memory.UPDATE_BYTES_PER_SAMPLE["sac"]
@@ -37,24 +39,24 @@ def test_the_estimate_has_each_allocation_with_its_keys(probe):
     assert parts["envs"].nbytes == 2 * 256 * world  # async: the trainer's env and the collectors'
     assert est.total(True) == parts["replay buffer"].nbytes + parts["gradient update"].nbytes
     # on the CPU everything is host memory
-    assert memory.estimate("sac", cfg, probe, torch.device("cpu")).total(on_device=True) == 0
+    assert memory.estimate("sac", cfg, runtime, 256, probe, torch.device("cpu")).total(on_device=True) == 0
 
 
 def test_the_refusal_names_the_largest_parts_keys_the_estimate_and_what_is_available(probe):
-    cfg = SACConfig(num_envs=100_000_000, runtime="sync")
-    est = memory.estimate("sac", cfg, probe, torch.device("cpu"))
+    cfg, sync = SACConfig(), RuntimeConfig(mode="sync")
+    est = memory.estimate("sac", cfg, sync, 100_000_000, probe, torch.device("cpu"))
     line = memory.refusal(est, host=16 * 10**9, device=None)
-    replay = 1024 * 100_000_000 * (2 * 4 * (99 + 111) + 4 * 29 + 5)
+    replay = 1024 * 100_000_000 * (2 * 4 * (probe.obs_dims["actor"] + probe.obs_dims["critic"]) + 4 * 29 + 5)
     need = memory._size(est.total(on_device=False))
     assert line.startswith(f"algo.buffer_size_per_env=1024, training.num_envs=100000000: this run needs about {need} ")
-    assert f"of host memory (replay buffer {memory._size(replay)}: 1024 x 100000000 transitions of 1.8 KB; envs" in line
+    assert f"of host memory (replay buffer {memory._size(replay)}: 1024 x 100000000 transitions of {memory._size(replay // (1024 * 100_000_000))}; envs" in line
     assert line.endswith("but 16.0 GB is available; lower algo.buffer_size_per_env or training.num_envs, or set "
                          "training.allow_large=true to start anyway")
     assert memory.refusal(est, host=None, device=None) is None  # unknown: not refused
-    small = memory.estimate("sac", SACConfig(num_envs=8, buffer_size_per_env=64, batch_size=64), probe,
+    small = memory.estimate("sac", SACConfig(buffer_size_per_env=64, batch_size=64), sync, 8, probe,
                             torch.device("cpu"))
     assert memory.refusal(small, host=16 * 10**9, device=None) is None
-    device = memory.estimate("sac", SACConfig(num_envs=8, batch_size=10**6), probe, torch.device("cuda", 0))
+    device = memory.estimate("sac", SACConfig(batch_size=10**6), sync, 8, probe, torch.device("cuda", 0))
     assert memory.refusal(device, host=16 * 10**9, device=10**9).startswith(
         "algo.batch_size=1000000: this run needs about 67.0 GB of memory on cuda:0 (gradient update 67.0 GB")
 
