@@ -21,6 +21,7 @@ from unilab.envs.mirror import MirrorRule, joint_mirror, joint_sign, mirror_name
 from unilab.robots import g1
 from unilab.tasks.g1_walk_flat import G1WalkFlatConfig, make_env
 from unilab.tasks.g1_walk_flat.env_cfg import make_env_cfg
+from unilab_rl.algorithms.sac.networks import Actor
 from unilab_rl.vecenv import apply_mirror
 from unisim.backends.mujoco import MujocoBackend
 
@@ -198,6 +199,41 @@ def test_training_with_symmetry(tmp_path, runtime):
     mean = ckpt["agent"]["obs_normalizers"]["critic.mean"]
     perm, sign = make_env_mirror_critic(G1WalkFlatConfig(**ckpt["config"]["env"]))
     torch.testing.assert_close(mean[perm] * sign, mean, rtol=0, atol=1e-5)  # symmetric statistics
+
+
+def test_an_equivariant_actor_trains_to_a_policy_that_commutes_with_the_g1_mirror(tmp_path):
+    """``algo.equivariant_actor=true`` (async runtime: the collectors act with a copy): the
+    checkpoint's deterministic policy maps the mirror image of each observation the G1 env
+    produced to the mirror image of the action; a symmetry-only actor does not."""
+    from unilab.deploy.loading import load_run, make_policy
+
+    result = _train(tmp_path, "g1_walk_flat", "runtime.mode=async", "training.max_iterations=5",
+                    "runtime.block_steps=2", "algo.equivariant_actor=true")
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run,) = (tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir()
+    loaded = load_run(str(run))
+    env = make_env(G1WalkFlatConfig(**loaded.cfg.env.model_dump()), backend_cls=MujocoBackend, num_envs=8, nthread=1)
+    try:
+        policy, group = make_policy(loaded, env)
+        rows, obs = [], env.reset()
+        for _ in range(8):
+            rows.append(obs[group])
+            obs, *_ = env.step(0.3 * torch.randn(8, env.num_actions, generator=torch.Generator().manual_seed(len(rows))))
+        o = torch.cat(rows)
+        mirror = env.mirror
+        with torch.no_grad():
+            action = policy(o)
+            gap = (policy(apply_mirror(o, mirror.obs[group])) - apply_mirror(action, mirror.actions)).abs().max()
+            # the same weights in a plain actor: off the mirror
+            plain = Actor(o.shape[1], env.action_low, env.action_high, loaded.cfg.algo.actor_hidden)
+            plain.load_state_dict({k: v for k, v in policy.actor.state_dict().items() if not k.startswith("mirror_")})
+            x = policy.normalizer(o)
+            plain_gap = (plain.deterministic_action(policy.normalizer(apply_mirror(o, mirror.obs[group])))
+                         - apply_mirror(plain.deterministic_action(x), mirror.actions)).abs().max()
+    finally:
+        env.close()
+    assert gap < 1e-5 and action.abs().max() > 1e-3
+    assert plain_gap > 1e-4
 
 
 def test_two_cpu_ranks_train_identically_with_symmetry(tmp_path):
