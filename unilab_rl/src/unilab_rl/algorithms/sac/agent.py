@@ -97,8 +97,11 @@ class SAC:
         self.mirror: Mirror | None = learner_mirror(env, "SAC", obs_dims, self.device) if cfg.symmetry else None
 
         # Networks and targets.
+        actor_mirror = None
+        if cfg.equivariant_actor and self.mirror is not None:
+            actor_mirror = (self.mirror.obs[self.actor_group], self.mirror.actions)
         self.actor = Actor(
-            obs_dims[self.actor_group], self.action_low, self.action_high, cfg.actor_hidden
+            obs_dims[self.actor_group], self.action_low, self.action_high, cfg.actor_hidden, mirror=actor_mirror
         ).to(self.device)
         self.critic = Critic(obs_dims[self.critic_group], self.action_low, self.action_high, cfg.critic_hidden).to(
             self.device

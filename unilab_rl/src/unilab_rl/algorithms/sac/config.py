@@ -106,6 +106,14 @@ class SACConfig:
     updated with each observation and its mirror image, so they are symmetric and the mirrored
     half is normalized like the data it imitates. Off in code; the g1_walk_flat owner YAML turns it
     on (it halved the time to mean episode length 900 on the GPU machine, docs/benchmarks.md)."""
+    equivariant_actor: bool = False
+    """Make the actor left/right equivariant by construction (needs ``symmetry``): its Gaussian's
+    mean and log std are averaged over the observation and its mirror image
+    (:class:`unilab_rl.algorithms.sac.networks.Actor`), so ``pi(M o) = M pi(o)`` exactly and no
+    side is favoured. Mirrored replay rows alone do not give that: the critic learns the value
+    of the current policy, asymmetric or not, on the mirrored states too, so an asymmetric policy
+    (a gait that drifts one way) is still a fixed point of the update. Costs one actor pass over
+    twice the rows; the exported ONNX graph holds both passes. Off by default."""
 
     def __post_init__(self) -> None:
         """Check value ranges.
@@ -128,6 +136,9 @@ class SACConfig:
             raise ValueError(f"SACConfig.gamma must be in [0, 1], got {self.gamma!r}")
         if not 0.0 < self.tau <= 1.0:
             raise ValueError(f"SACConfig.tau must be in (0, 1], got {self.tau!r}")
+        if self.equivariant_actor and not self.symmetry:
+            raise ValueError("SACConfig.equivariant_actor=True needs SACConfig.symmetry=True (the env's mirror, "
+                             "and observation statistics that commute with it), got SACConfig.symmetry=False")
         if self.critic_reduction not in ("min", "mean"):
             raise ValueError(f"SACConfig.critic_reduction must be 'min' or 'mean', got {self.critic_reduction!r}")
         if len(self.adam_betas) != 2 or not all(0.0 <= b < 1.0 for b in self.adam_betas):

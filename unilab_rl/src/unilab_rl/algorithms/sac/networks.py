@@ -77,20 +77,45 @@ def squashed_gaussian_log_prob(
     return (gaussian - log_det_tanh - torch.log(half_range)).sum(-1)
 
 
+def _check_mirror(perm: torch.Tensor, sign: torch.Tensor, width: int, what: str) -> None:
+    """Raise ValueError unless (perm, sign) is a signed-permutation involution of ``width`` columns."""
+    perm, sign = perm.detach().cpu().long(), sign.detach().cpu().float()
+    if perm.shape != (width,) or sign.shape != (width,):
+        raise ValueError(f"equivariant actor: the {what} mirror must be ({width},), got {tuple(perm.shape)} and {tuple(sign.shape)}")
+    if not (torch.equal(torch.sort(perm).values, torch.arange(width)) and torch.equal(perm[perm], torch.arange(width))
+            and torch.equal(sign.abs(), torch.ones(width)) and torch.equal(sign * sign[perm], torch.ones(width))):
+        raise ValueError(f"equivariant actor: the {what} mirror is not a signed permutation that is its own inverse")
+
+
 class Actor(nn.Module):
     """Tanh-squashed diagonal Gaussian policy mapped onto the env's action box.
 
     ``log_std = log_std_min + (log_std_max - log_std_min) * (tanh(raw) + 1) / 2`` keeps the std
     bounded and smooth (cleanrl / FastSAC); the action is ``centre + half_range * tanh(u)``.
 
+    Equivariant mode (``mirror`` given): the Gaussian's parameters are symmetrized over a
+    left/right mirror ``M`` (observations ``x[..., perm] * sign``, actions likewise, both
+    involutions), ``mean(o) = (f(o) + M_a f(M_o o)) / 2`` and ``log_std(o)`` the same with the
+    action permutation alone, ``f`` the MLP. Then ``pi(M_o o) = M_a pi(o)`` exactly, for the
+    sampled and the deterministic action, and ``log pi`` is mirror-invariant: the policy cannot
+    learn a gait that favours one side (the "network architecture" way to symmetric locomotion of
+    Abdolhosseini et al., MIG 2019, doi 10.1145/3359566.3360070; mirrored replay samples alone
+    leave an asymmetric policy a fixed point of the off-policy update). One MLP pass over the
+    stacked pair, i.e. twice the rows.
+
     Args:
-        obs_dim: actor observation size (already normalized by the caller).
+        obs_dim: actor observation size (already normalized by the caller; in equivariant mode the
+            normalization must commute with the mirror, as symmetric running statistics do).
         action_low, action_high: (A,) bounds of the env's action box.
         hidden: MLP widths.
         log_std_min, log_std_max: bounds of the pre-tanh log std.
+        mirror: ``((obs_perm, obs_sign), (action_perm, action_sign))``, (obs_dim,) and (A,) each,
+            perm int64 and sign float (:class:`unilab_rl.vecenv.Mirror`'s convention), or None.
+            Kept as buffers (in the ``state_dict``).
 
     Raises:
-        ValueError: bad action bounds (see :func:`_box`).
+        ValueError: bad action bounds (see :func:`_box`); a mirror whose sizes do not fit, or an
+            action box that is not its own mirror image.
     """
 
     action_centre: torch.Tensor
@@ -104,6 +129,7 @@ class Actor(nn.Module):
         hidden: Sequence[int] = (512, 256, 128),
         log_std_min: float = -5.0,
         log_std_max: float = 0.0,
+        mirror: tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]] | None = None,
     ) -> None:
         super().__init__()
         centre, half_range = _box(action_low, action_high)
@@ -118,6 +144,19 @@ class Actor(nn.Module):
         self.log_std_max = log_std_max
         self.register_buffer("action_centre", centre)
         self.register_buffer("action_half_range", half_range)
+        self.equivariant = mirror is not None
+        if mirror is not None:
+            (obs_perm, obs_sign), (act_perm, act_sign) = mirror
+            _check_mirror(obs_perm, obs_sign, obs_dim, "observation")
+            _check_mirror(act_perm, act_sign, num_actions, "action")
+            act_perm, act_sign = act_perm.detach().cpu().long(), act_sign.detach().cpu().float()
+            if not (torch.allclose(centre[act_perm] * act_sign, centre, atol=1e-6)
+                    and torch.allclose(half_range[act_perm], half_range, atol=1e-6)):
+                raise ValueError("equivariant actor: the action box is not its own mirror image")
+            self.register_buffer("mirror_obs_perm", obs_perm.detach().cpu().long())
+            self.register_buffer("mirror_obs_sign", obs_sign.detach().cpu().float())
+            self.register_buffer("mirror_action_perm", act_perm)
+            self.register_buffer("mirror_action_sign", act_sign)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Gaussian parameters before the squash.
@@ -126,11 +165,19 @@ class Actor(nn.Module):
             obs: (B, obs_dim) float32.
 
         Returns:
-            mean: (B, A); log_std: (B, A) in ``[log_std_min, log_std_max]``.
+            mean: (B, A); log_std: (B, A) in ``[log_std_min, log_std_max]``; in equivariant mode
+            ``mean(M_o o) = M_a mean(o)`` and ``log_std(M_o o) = log_std(o)[..., perm_a]``.
         """
-        h = self.trunk(obs)  # (B, hidden[-1])
-        mean = self.mean_head(h)
-        log_std = torch.tanh(self.log_std_head(h))
+        if self.equivariant:
+            pair = torch.stack((obs, obs[..., self.mirror_obs_perm] * self.mirror_obs_sign))  # (2, B, obs_dim)
+            h = self.trunk(pair)
+            means, raw = self.mean_head(h), self.log_std_head(h)  # (2, B, A) each
+            mean = 0.5 * (means[0] + means[1][..., self.mirror_action_perm] * self.mirror_action_sign)
+            raw = 0.5 * (raw[0] + raw[1][..., self.mirror_action_perm])
+        else:
+            h = self.trunk(obs)  # (B, hidden[-1])
+            mean, raw = self.mean_head(h), self.log_std_head(h)
+        log_std = torch.tanh(raw)
         log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (log_std + 1.0)
         return mean, log_std
 
