@@ -3,7 +3,7 @@
 # `unilab train --algo <algo> --task g1_walk_flat --sim mujoco` with its own overrides, stopped by
 # SIGINT after LIMIT_S if still running (no play). Each run's directory (summary, config, curve,
 # TensorBoard events, log; no checkpoints) comes back as OUTDIR/<n>.tgz, n = 1, 2, ...
-# Needs .whl (../shared/scripts/offline-wheels.sh av).
+# Needs the wheels in .whl/, PyAV among them (see device_train.sh).
 # Usage: bash benchmarks/device_train_seq.sh OUTDIR LIMIT_S "overrides 1" ["overrides 2" ...]
 #   An override string may start with "algo=flashsac " to train another registered algorithm.
 set -uo pipefail
