@@ -44,7 +44,7 @@ one() {
     rc=$?
   fi
   # --preserve-status: python's own status. 130 with "training stopped by SIGINT" in the log is a
-  # clean stop; 130 without it, or 137, means the process died of the signal (see docs/benchmarks.md).
+  # clean stop; 130 without it, or 137, means the process died of the signal.
   echo "[$tag] exit code $rc after $(( $(date +%s) - t0 )) s" >>"/tmp/$tag.log"
   d=$(ls -td /tmp/$tag/"$algo"/"$task"/*/ | head -1)
   cp "/tmp/$tag.log" "$d/train.log"
