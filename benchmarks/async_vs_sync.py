@@ -17,7 +17,7 @@ unless ``--num-collectors``, ``--collector-shards`` or ``--policy-device`` list 
 one after the other in this process:
 
 * ``backend``: ``MujocoBackend.step`` alone (mjbatch_uni, decimation 4, the reset pose's joint
-  targets held, no env code, no resets) with the async runtime's physics threads: issue 4's
+  targets held, no env code, no resets) with the async runtime's physics threads: the
   physics-only denominator, same nworld and threads, same run.
 * ``env_step``: ``env.step`` with uniform random actions, no learner: the env's ceiling (robots
   fall and reset, as early in training).
@@ -44,7 +44,7 @@ one after the other in this process:
   With ``--policy-device cpu,learner`` each collector count runs once per place of the
   collector's policy (``runtime.policy_device``: its own CPU threads, or the learner's device with a
   host->device->host copy per env step; keys ``async_learner``, ``async_k2_learner``...), with the
-  same thread split, so the rows differ in where the policy runs alone (issue 4), e.g.
+  same thread split, so the rows differ in where the policy runs alone, e.g.
 
     python benchmarks/async_vs_sync.py --num-envs 1024 --iterations 300 --device cuda --policy-device cpu,learner
 
@@ -56,8 +56,8 @@ comparison; ``--no-warmup`` skips it.
 After the rows it prints the collector's phase split of each async row (ms per iteration and share:
 ``pull`` weights, ``policy``, ``physics``, ``env`` = the rest of ``env.step``, ``write``) and the
 ratios: physics on training states / at the reset pose, ``env.step`` on training states /
-physics on training states, and sync and async steady / physics on training states (issue 22's
-target: async >= 0.9).
+physics on training states, and sync and async steady / physics on training states (async
+should reach 0.9 of the physics).
 
 Physics threads: ``--nthread`` (0 = :func:`unilab.train.thread_split`'s choice: in async mode the
 cores left after the collector and learner threads; in sync mode every core); each of K async

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two trainings side by side on the 2-GPU machine (nvidia-h200-x2): run A on GPU 0 and cores 0-15,
 # run B on GPU 1 and cores 16-31, each with its own overrides; copies each run's summary, curve,
-# TensorBoard events and log into OUTDIR. Wheels from ../shared/scripts/offline-wheels.sh in .whl/.
+# TensorBoard events and log into OUTDIR. Needs the wheels in .whl/ (see device_train.sh).
 # Usage: bash benchmarks/device_ab.sh OUTDIR LIMIT_S "A overrides" "B overrides"
 set -uo pipefail
 out=$1; limit=$2; a=$3; b=$4

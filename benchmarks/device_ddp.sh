@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# 1 vs 2 GPUs (issue 9): the SAC g1_walk_flat default (owner YAML: async runtime) for SECONDS each,
-# on the 2-GPU machine, from wheels built by ../shared/scripts/offline-wheels.sh (in .whl/), as
-# benchmarks/device_train.sh.
+# 1 vs 2 GPUs: the SAC g1_walk_flat default (owner YAML: async runtime) for SECONDS each, on the
+# 2-GPU machine, from the wheels in .whl/, as benchmarks/device_train.sh.
 # Usage (repository root, on the device machine):
 #   bash benchmarks/device_ddp.sh OUTDIR [SECONDS=240] [overrides...]
 # Run 1: training.devices=[0] (one learner on cuda:0, all the machine's cores).

@@ -2,7 +2,7 @@
 # One seed of the default SAC g1_walk_flat run on the GPU machine (nvidia-h200), then `unilab eval`
 # of its final policy. Training evaluates snapshots every training.eval_interval iterations (the
 # owner YAML's 250) in the background, so run_summary.json also holds time_to_eval_pass.
-# Needs .whl (../shared/scripts/offline-wheels.sh). Copies back OUTDIR/seed<N>_{summary.json,
+# Needs the wheels in .whl/ (see device_train.sh). Copies back OUTDIR/seed<N>_{summary.json,
 # eval_walking.json,eval.txt,learning_curve.png}.
 # Usage (repository root, on the device machine): bash benchmarks/device_eval.sh OUTDIR SEED [overrides...]
 set -uo pipefail

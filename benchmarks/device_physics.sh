@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Physics benchmark on the GPU machine from wheels built by ../shared/scripts/offline-wheels.sh
-# (in .whl/). Usage (repository root, on the device machine):
+# Physics benchmark on the GPU machine from the wheels in .whl/ (see device_train.sh). Usage (repository root, on the device machine):
 #   bash benchmarks/device_physics.sh OUTDIR [benchmarks/physics.py options...]
 # Installs the wheels into /tmp/site, runs benchmarks/physics.py (default grid: nworld 256, 1024,
 # 4096 x threads 1, 2, 4, 8, 16; about 4-5 minutes on 16 cores), writes OUTDIR/physics.json and

@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# EGL check of play + video + export on the GPU machine (issue #6: "on the GPU machine (EGL),
-# `unilab play` of a short run writes a video that decodes to frames of the configured size, and
-# `unilab export` reports a max diff below ...").
+# EGL check of play + video + export on the GPU machine: `unilab play` of a short run writes a
+# video that decodes to frames of the configured size, and `unilab export` reports its max diff.
 #
 # Usage (repository root, on the device machine, carrying .whl and .gl):
 #   set -o pipefail; bash benchmarks/device_play.sh "$OUT" [RUN_DIR] 2>&1 | tee "$OUT/device_play.log"
-# .whl/: ../shared/scripts/offline-wheels.sh av   (mujoco, pydantic, PyAV and the project's wheels)
+# .whl/: wheels of mujoco, pydantic, PyAV and the project (see device_train.sh)
 # .gl/:  scripts/fetch-gl-loaders.sh              (libglvnd/libvulkan loaders; the driver is there)
 # Without RUN_DIR it trains a short run with play + export at its end (TRAIN_ARGS, default
 # "--preset laptop training.max_iterations=20 runtime.compile=false"), then runs `unilab play latest`

@@ -10,7 +10,7 @@
 #            ./unilab` in that commit's checkout; they run on .whl's third-party wheels)
 #     CPUS   cores for taskset, e.g. 0-7
 #   Each run is stopped by SIGINT after LIMIT_S if still running (its summary then says so).
-# Needs .whl (../shared/scripts/offline-wheels.sh; PyAV is not needed: runs skip the video).
+# Needs the wheels in .whl/ (see device_train.sh; PyAV is not needed: runs skip the video).
 # Brings back OUTDIR/<TAG>.tgz: run_summary.json, run_config.json, learning_curve.png, the
 # TensorBoard events, eval_*.json, policy.onnx, train.log and eval.txt. With RECORD_TAGS="TAG ..."
 # set, those (new-code g1_walk_flat) runs also record the stepping clips of

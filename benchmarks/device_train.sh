@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Train on the GPU machine from wheels built by ../shared/scripts/offline-wheels.sh (in .whl/).
+# Train on the GPU machine from wheels in .whl/: the host has torch but no mujoco or pydantic and
+# cannot reach a registry, so .whl/ holds x86-64 CPython 3.12 wheels of those
+# (`pip download --only-binary=:all: --python-version 3.12 --no-deps mujoco pydantic ...`) and of
+# the four packages (`pip wheel --no-deps ./mjbatch_uni ./unisim ./unilab_rl ./unilab`).
 # Usage (repository root, on the device machine): bash benchmarks/device_train.sh OUTDIR [overrides...]
 # Installs the wheels into /tmp/site, then runs `unilab train` with the given overrides and copies
 # each run's run_summary.json to OUTDIR.

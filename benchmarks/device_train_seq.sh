@@ -3,7 +3,7 @@
 # `unilab train --algo <algo> --task g1_walk_flat --sim mujoco` with its own overrides, stopped by
 # SIGINT after LIMIT_S if still running (no play). Each run's directory (summary, config, curve,
 # TensorBoard events, log; no checkpoints) comes back as OUTDIR/<n>.tgz, n = 1, 2, ...
-# Needs .whl (../shared/scripts/offline-wheels.sh av).
+# Needs the wheels in .whl/, PyAV among them (see device_train.sh).
 # Usage: bash benchmarks/device_train_seq.sh OUTDIR LIMIT_S "overrides 1" ["overrides 2" ...]
 #   An override string may start with "algo=flashsac " to train another registered algorithm.
 set -uo pipefail
@@ -22,7 +22,7 @@ for args in "$@"; do
   timeout --foreground --preserve-status -s INT -k 60 "$limit" python3 -m unilab.cli train --algo "$algo" --task g1_walk_flat --sim mujoco \
     training.log_dir=/tmp/run$n training.progress=false training.no_play=true $args >"/tmp/run$n.log" 2>&1
   # --preserve-status: python's own status. 130 with "training stopped by SIGINT" in the log is a
-  # clean stop; 130 without it, or 137, means the process died of the signal (see docs/benchmarks.md).
+  # clean stop; 130 without it, or 137, means the process died of the signal.
   echo "[run $n] exit code $? after $(( $(date +%s) - t0 )) s" | tee -a "/tmp/run$n.log"
   tail -n 4 "/tmp/run$n.log"
   d=$(ls -td /tmp/run$n/"$algo"/g1_walk_flat/*/ 2>/dev/null | head -1)  # newest: a warm machine keeps /tmp

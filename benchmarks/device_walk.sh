@@ -4,7 +4,7 @@
 # --sim mujoco` with its own overrides, stopped by SIGINT after LIMIT_S if still running; play
 # (EGL video) and export run at the end of a completed run. Each run's directory (summary, config,
 # curve, TensorBoard events, video, policy.onnx, log) comes back as OUTDIR/<tag>.tgz.
-# Needs .whl (../shared/scripts/offline-wheels.sh av) and .gl (scripts/fetch-gl-loaders.sh).
+# Needs the wheels in .whl/, PyAV among them (see device_train.sh), and .gl (scripts/fetch-gl-loaders.sh).
 # Usage: bash benchmarks/device_walk.sh OUTDIR LIMIT_S "A overrides" "B overrides"
 #   An override string may start with "algo=flashsac " to train another registered algorithm, e.g.
 #   FlashSAC vs SAC side by side: ... "algo=flashsac runtime.mode=async" "".
@@ -44,7 +44,7 @@ one() {
     rc=$?
   fi
   # --preserve-status: python's own status. 130 with "training stopped by SIGINT" in the log is a
-  # clean stop; 130 without it, or 137, means the process died of the signal (see docs/benchmarks.md).
+  # clean stop; 130 without it, or 137, means the process died of the signal.
   echo "[$tag] exit code $rc after $(( $(date +%s) - t0 )) s" >>"/tmp/$tag.log"
   d=$(ls -td /tmp/$tag/"$algo"/"$task"/*/ | head -1)
   cp "/tmp/$tag.log" "$d/train.log"

@@ -1,4 +1,4 @@
-"""Env step overhead: what ``ManagerBasedRlEnv.step`` costs on top of the physics (issue 4).
+"""Env step overhead: what ``ManagerBasedRlEnv.step`` costs on top of the physics.
 
 One command, from the repository root (packages installed):
 

@@ -19,7 +19,7 @@ Default grid: nworld 256, 1024, 4096 x threads 1, 2, 4, 8, 16, decimation 4 (an 
   ``step(nstep=4)``. Physics only, no bridge: the reference for the >= 95 % target.
 * ``bare_env``: ``bare`` on the model ``uni`` compiles (the plain G1 plus the sensors the
   backend adds for the tracked bodies): the same physics work as ``uni``, so ``uni / bare_env``
-  is the bridge's own cost, while ``uni / bare`` (the issue's target) also counts those sensors,
+  is the bridge's own cost, while ``uni / bare`` (the 95 % target) also counts those sensors,
   which ``mj_step`` evaluates at every substep. Not in the default list: ``--variants
   bare,bare_env,uni``.
 * ``uni``: ``unisim.backends.mujoco.MujocoBackend`` (mjbatch_uni with the packed host bridge,

@@ -12,7 +12,7 @@ from unilab.robots import g1
 from unilab.robots.g1 import g1_constants as C
 from unilab.robots.scene import RobotModelError
 
-# One joint per motor group: (joint, kp, kd, effort, armature) from tasks.md 1.3.
+# One joint per motor group: (joint, kp, kd, effort, armature) from mjlab 1.6.0 ``g1_constants.py``.
 GROUP_SAMPLES = [
     ("left_hip_pitch_joint", 40.18, 2.558, 88.0, 0.010178),  # 7520-14
     ("waist_yaw_joint", 40.18, 2.558, 88.0, 0.010178),  # 7520-14

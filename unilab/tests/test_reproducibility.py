@@ -1,5 +1,5 @@
 """A seeded CPU run is reproducible: two `unilab train` runs with the same seed and thread counts
-log the same rewards, episode statistics and losses for their first iterations (issue 3).
+log the same rewards, episode statistics and losses for their first iterations.
 
 Episodes are shortened to 0.1 s (5 env steps) so episodes end, and their reward terms are logged,
 from the first iterations; SAC updates start after 3 iterations, so the comparison covers the

@@ -1,4 +1,4 @@
-"""``policy_device`` (issue 4): the async collector acting on the learner's device stores what
+"""``runtime.policy_device``: the async collector acting on the learner's device stores what
 acting on its own CPU stores, bad values are refused naming the key, and the CPU collector keeps
 CUDA hidden. The CUDA path itself needs a GPU: here the learner, and so "learner", is the CPU."""
 

@@ -76,7 +76,7 @@ def test_min_q_distribution_is_chosen_per_row():
 
 
 def test_unified_entropy_target_matches_the_paper_for_29_unit_dofs():
-    # algorithms.md 1.2: -13.87 nats for 29 DoF at sigma 0.15 (unit action range).
+    # arXiv 2604.04539's unified target: -13.87 nats for 29 DoF at sigma 0.15 (unit action range).
     assert fu.unified_target_entropy(29, 0.15) == pytest.approx(-13.87, abs=0.01)
     assert fu.unified_target_entropy(3, 0.3) == pytest.approx(fu.unified_target_entropy(3, 0.15) + 3 * math.log(2.0))
 

@@ -20,11 +20,12 @@ import sys
 from typing import List, Optional
 
 import typer
-import typer.core
 
+from unilab.cli_help import HelpCommand, HelpGroup
 from unilab.deploy import DEFAULT_ATOL, DEFAULT_NUM_ENVS, DEFAULT_STEPS
 
 app = typer.Typer(
+    cls=HelpGroup,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -32,7 +33,7 @@ app = typer.Typer(
 )
 
 
-class _OverridesCommand(typer.core.TyperCommand):
+class _OverridesCommand(HelpCommand):
     """A command that takes ``key=value`` overrides: an unknown ``--option`` (e.g. ``--num_envs 8``,
     as other frameworks spell settings) gets a hint to write it as an override."""
 
@@ -159,7 +160,7 @@ def _echo_play_and_export(run_dir) -> None:
 _RUN_HELP = "run directory, or 'latest' (the newest run under --log-dir)"
 
 
-@app.command(context_settings={"allow_extra_args": False})
+@app.command(cls=HelpCommand, context_settings={"allow_extra_args": False})
 def play(
     run: str = typer.Argument(..., help=_RUN_HELP),
     checkpoint: Optional[str] = typer.Option(
@@ -204,7 +205,7 @@ def play(
         _fail(result.video_error, 1)
 
 
-@app.command(context_settings={"allow_extra_args": False})
+@app.command(cls=HelpCommand, context_settings={"allow_extra_args": False})
 def export(
     run: str = typer.Argument(..., help=_RUN_HELP),
     checkpoint: Optional[str] = typer.Option(
@@ -237,7 +238,7 @@ def export(
         raise typer.Exit(1)
 
 
-@app.command("eval", context_settings={"allow_extra_args": False})
+@app.command("eval", cls=HelpCommand, context_settings={"allow_extra_args": False})
 def eval_command(
     run: str = typer.Argument(..., help=_RUN_HELP),
     checkpoint: Optional[str] = typer.Option(
@@ -259,7 +260,7 @@ def eval_command(
     log_dir: str = typer.Option("logs", "--log-dir", help="where 'latest' looks"),
 ) -> None:
     """Evaluate the deterministic policy with the task's suite: a table, a JSON record and an
-    ``eval`` entry in run_summary.json (docs/eval.md).
+    'eval' entry in run_summary.json (docs/eval.md).
 
     Works from a checkpoint or from policy.onnx alone. Exit 0 whether or not the suite passes
     (the verdict is in the output), 2 on bad input.
@@ -285,7 +286,7 @@ def show_config(
 ) -> None:
     """Print the resolved config of a train command (YAML, every key) and the task's presets.
 
-    Takes the arguments of ``unilab train``, builds nothing, writes nothing: code defaults, the
+    Takes the arguments of 'unilab train', builds nothing, writes nothing: code defaults, the
     owner YAML, the preset and the overrides, checked as train checks them.
     """
     import yaml
@@ -302,7 +303,7 @@ def show_config(
     typer.echo(f"# presets of --algo {algo} --task {task} --sim {sim}: {', '.join(presets) or '(none)'}")
 
 
-@app.command()
+@app.command(cls=HelpCommand)
 def plugins() -> None:
     """List every simulator backend, algorithm and task with its distribution and version."""
     from rich.console import Console

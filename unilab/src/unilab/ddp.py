@@ -1,4 +1,4 @@
-"""Several learners, one per rank, over ``torch.distributed`` (issue 9).
+"""Several learners, one per rank, over ``torch.distributed``.
 
 ``training.devices`` picks the ranks of one node:
 

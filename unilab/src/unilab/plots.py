@@ -29,7 +29,7 @@ DEFAULT_PANELS: tuple[tuple[str, str], ...] = (
 )
 
 #: Headline reward terms, per task: g1_walk_flat's velocity tracking, g1_motion_tracking's
-#: relative body positions (the term issue 5's tracking bar reads).
+#: relative body positions (the term a tracking run is judged by).
 HEADLINE_TERMS: tuple[tuple[str, str], ...] = (
     ("Episode_Reward/track_linear_velocity", "track_linear_velocity (per second)"),
     ("Episode_Reward/motion_body_pos", "motion_body_pos (per second)"),

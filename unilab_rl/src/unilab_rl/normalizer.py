@@ -17,8 +17,8 @@ class RunningMeanStd(nn.Module):
     The variance is the population variance (``ddof=0``).
 
     Normalization is ``clamp((x - mean) / (sqrt(var) + eps), -clip, clip)``. The default
-    ``eps = 1e-2`` is FastSAC's (``shared/research/algorithms.md`` 2.2: "running mean/std, eps
-    1e-2"); it keeps near-constant features (e.g. a command that never changes) from blowing up.
+    ``eps = 1e-2`` is FastSAC's (holosoma 0.0.3 ``agents/fast_sac/``, running mean/std with eps
+    1e-2); it keeps near-constant features (e.g. a command that never changes) from blowing up.
 
     State lives in buffers (``mean``, ``var``: (dim,) float32; ``count``: () int64, since MPS has
     no float64), so ``state_dict`` / ``load_state_dict`` and ``.to(device)`` work as for any module.

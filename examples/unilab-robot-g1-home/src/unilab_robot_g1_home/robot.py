@@ -3,8 +3,8 @@
 - Default pose: the G1's ``home`` keyframe (knees 0.3 rad, elbows 1.28 rad, pelvis at
   0.783675 m), then ``knees_bent`` as a second keyframe.
 - Drives: the G1 recipe (kp = I*omega^2, kd = 2*zeta*I*omega with I the joint armature, zeta 2;
-  tasks.md 1.3) at a natural frequency of 12 Hz instead of 10 Hz: kp x1.44, kd x1.2. The action
-  scale 0.25 * effort / kp follows from them.
+  mjlab 1.6.0 ``g1_constants.py``) at a natural frequency of 12 Hz instead of 10 Hz: kp x1.44,
+  kd x1.2. The action scale 0.25 * effort / kp follows from them.
 
 Everything else (joints, bodies, feet, IMU, the model) is the built-in G1's.
 """

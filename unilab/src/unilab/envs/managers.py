@@ -214,10 +214,10 @@ def _as_slice(index: torch.Tensor) -> slice | torch.Tensor:
 @dataclass
 class PenaltyCurriculum:
     """Penalty scale that grows with the episodes' length: the scheme of holosoma's G1 locomotion
-    (tasks.md §2.4: "penalties start at scale 0.1 and rise to 1.0 by mean episode length, up
-    above 750 steps, down below 150"). Each time episodes end, their mean length L (s) moves the
-    scale by ``step``: up when L > ``up_length_s``, down when L < ``down_length_s``, clamped to
-    [``min_scale``, ``max_scale``]. Early on, a robot that falls is not also punished for the way
+    (holosoma 0.0.3 ``config_values/loco/g1/``: penalties start at scale 0.1 and rise to 1.0 by
+    mean episode length, up above 750 steps, down below 150). Each time episodes end, their mean
+    length L (s) moves the scale by ``step``: up when L > ``up_length_s``, down when
+    L < ``down_length_s``, clamped to [``min_scale``, ``max_scale``]. Early on, a robot that falls is not also punished for the way
     it moves, so surviving is learned first.
 
     Attributes:

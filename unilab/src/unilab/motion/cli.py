@@ -15,7 +15,10 @@ from typing import List, Optional
 
 import typer
 
+from unilab.cli_help import HelpCommand, HelpGroup
+
 motion_app = typer.Typer(
+    cls=HelpGroup,
     no_args_is_help=True,
     help="Motion clips for g1_motion_tracking: import, inspect, record.",
 )
@@ -26,7 +29,7 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-@motion_app.command("import")
+@motion_app.command("import", cls=HelpCommand)
 def motion_import(
     source: str = typer.Argument(
         ..., help="LAFAN1-style CSV, npz with the root pose in joint_pos, or BeyondMimic-style npz"
@@ -44,8 +47,11 @@ def motion_import(
         None, "--robot-mjcf", help="G1 MJCF for forward kinematics (default: the built-in G1)"
     ),
 ) -> None:
-    """Convert a clip into a motion npz: detect its layout, match joints by name, resample, then
-    body poses and velocities by forward kinematics on the G1. Exit 2 on a bad file."""
+    """Convert a clip into a motion npz: detect its layout, match joints by name, resample, and
+    compute body poses and velocities by forward kinematics on the G1.
+
+    Exit 2 on a bad file.
+    """
     from unilab.motion import MotionFormatError, validate_motion
     from unilab.motion.importers import import_motion
     from unilab.motion.inspect import inspect_motion
@@ -75,7 +81,7 @@ def motion_import(
         typer.echo(f"details: unilab motion inspect {out}", err=True)
 
 
-@motion_app.command("inspect")
+@motion_app.command("inspect", cls=HelpCommand)
 def motion_inspect(
     path: str = typer.Argument(..., help="motion npz, or any file `unilab motion import` reads"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
@@ -108,11 +114,11 @@ def motion_inspect(
         typer.echo(line)
 
 
-@motion_app.command("record", context_settings={"allow_extra_args": False})
+@motion_app.command("record", cls=HelpCommand, context_settings={"allow_extra_args": False})
 def motion_record(
     run: str = typer.Argument(..., help="run directory of a walking policy (g1_walk_flat), or 'latest'"),
     commands: str = typer.Option(
-        ..., "--commands", help="command script: YAML/JSON segments {duration, vx, vy, yaw_rate} or CSV rows"
+        ..., "--commands", help="command script: YAML/JSON segments (duration, vx, vy, yaw_rate) or CSV rows"
     ),
     out: str = typer.Option(..., "--out", "-o", help="npz to write"),
     checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="checkpoint in the run (default: model_last.pt)"),

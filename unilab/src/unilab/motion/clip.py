@@ -17,8 +17,9 @@ key                shape       meaning
 =================  ==========  ======================================================
 
 BeyondMimic and mjlab write the same arrays without the names and index bodies by engine order
-(tasks.md section 4); mjlab warns that a file from another engine "will not converge". Storing the
-names lets a clip be matched to any model by name.
+(``scripts/csv_to_npz.py`` in both); mjlab's docs warn that a file from another engine "will not
+converge" (https://mujocolab.github.io/mjlab/main/source/training/motion_imitation.html).
+Storing the names lets a clip be matched to any model by name.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``unilab motion import``: read a clip in any of the layouts users bring, keep only its root and
 joint trajectory, and recompute every body by forward kinematics on the simulated G1.
 
-Layouts, detected from the file (tasks.md section 4):
+Layouts, detected from the file:
 
 =====================  =====================================================================
 ``lafan_csv``          LAFAN1-style retargeted CSV (Unitree): no header, 36 columns per frame:

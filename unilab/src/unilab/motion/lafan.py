@@ -1,4 +1,5 @@
-"""LAFAN1-style retargeted G1 CSV (Unitree convention; tasks.md section 4).
+"""LAFAN1-style retargeted G1 CSV (Unitree convention, as read by mjlab's and
+BeyondMimic's ``scripts/csv_to_npz.py``).
 
 One row per frame, no header, 36 columns: base position (3, m), base quaternion **xyzw** (4),
 29 joint angles (rad) in Unitree order (left leg 6, right leg 6, waist yaw/roll/pitch, left arm 7,

@@ -1,6 +1,6 @@
 """``unilab motion record``: roll a walking policy out under a scripted velocity command and save
 the motion as a clip, so stepping clips (walk, sidestep, turn, start and stop) are feasible in
-our simulator by construction (tasks.md section 4, "record a trained g1_walk_flat policy").
+our simulator by construction.
 
 The command script is a list of segments, each held for its duration:
 

@@ -55,8 +55,8 @@ PHYSICS = {
     "ls_iterations": 20,
     "cone": mujoco.mjtCone.mjCONE_PYRAMIDAL,
 }
-"""MuJoCo options every task scene gets (s, enums, counts): mjlab 1.6.0 velocity task settings,
-tasks.md 1.2."""
+"""MuJoCo options every task scene gets (s, enums, counts): mjlab 1.6.0 velocity task settings
+(``tasks/velocity/velocity_env_cfg.py``, ``sim/sim.py``)."""
 
 FOOT_SITES = ("left_foot", "right_foot")
 """Names of the foot sites the scene places at the soles (left, right)."""

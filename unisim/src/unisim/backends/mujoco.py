@@ -30,8 +30,8 @@ What the tensors describe after a step, by ``SimSpec.options["derived"]``:
 * ``"last_substep"`` (default): MuJoCo's ``mj_step`` semantics, the fastest: qpos and qvel are at
   the new state; sensors and tracked bodies are those computed during the last physics substep,
   i.e. one ``dt`` (5 ms for the G1) before the new state. Gymnasium's MuJoCo envs and MuJoCo
-  Playground read MjData the same way. The default since the issue-8 measurement: "current" cost
-  12 % of the physics at 1024 worlds x 16 threads (docs/benchmarks.md).
+  Playground read MjData the same way. It is the default because "current" costs 12-18 % of
+  the physics on the G1 in most cells of ``benchmarks/physics.py`` (docs/benchmarks.md).
 
 In both, contact forces and acceleration-stage sensors (touch, accelerometer, force, torque) come
 from the last physics substep. After a reset, everything is at the reset state.

@@ -153,7 +153,7 @@ class UniformVelocityCommand:
 
 @dataclass
 class GaitPhaseSettings:
-    """The gait clock of :class:`GaitPhaseCommand` (holosoma ``LocomotionGait``; tasks.md §2.4).
+    """The gait clock of :class:`GaitPhaseCommand` (holosoma 0.0.3 ``LocomotionGait``).
 
     Attributes:
         period_s: mean gait period, s (one left and one right swing).

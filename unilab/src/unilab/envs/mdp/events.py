@@ -5,7 +5,7 @@ Domain randomization goes through the backend's per-world model parameters
 it), so a backend without ``capabilities.randomization`` fails at startup with
 :class:`unisim.CapabilityError`. Sources: mjlab ``envs/mdp/events.py`` and ``envs/mdp/dr``
 (``geom_friction``, ``body_com_offset``, ``encoder_bias``), ``tasks/velocity/velocity_env_cfg.py``
-(v1.6.0); ranges in tasks.md §2.1 and its recommendation.
+(v1.6.0), with pushes at half its ranges.
 """
 
 from __future__ import annotations

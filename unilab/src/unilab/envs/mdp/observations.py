@@ -1,7 +1,7 @@
 """Observation terms: ``f(env, **params) -> (num_envs, d)`` float32.
 
 Sources: mjlab ``envs/mdp/observations.py`` and ``tasks/velocity/mdp/observations.py``
-(v1.6.0), summarised in tasks.md §2.1.
+(v1.6.0).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Reward terms: ``f(env, **params) -> (num_envs,)`` float32, before weight and step_dt.
 
 Kernels follow mjlab's velocity task (``mjlab/tasks/velocity/mdp/rewards.py`` and
-``config/g1/env_cfgs.py``, v1.6.0) as summarised in tasks.md §2.1: tracking terms are
+``config/g1/env_cfgs.py``, v1.6.0): tracking terms are
 exp(-error / std^2); penalties are non-negative costs that take a negative weight.
 
 Foot terms read the foot sites through the G1 sensors ``<foot>_pos`` (framepos, world, m) and
@@ -110,7 +110,7 @@ def stack_sensors(env, names: tuple[str, ...]) -> torch.Tensor:
 def is_alive(env) -> torch.Tensor:
     """1 for every row whose episode goes on, 0 for rows that terminated this step (time-outs
     count as alive). A constant survival bonus, as holosoma's G1 locomotion ``alive`` term
-    (tasks.md §2.4). (N,) float32"""
+    (holosoma 0.0.3 ``config_values/loco/g1/``). (N,) float32"""
     return (~env.termination_manager.terminated).float()
 
 
@@ -189,7 +189,7 @@ def variable_posture(
 
 def orientation_l2(env, body: str | None = None) -> torch.Tensor:
     """|g_xy|^2 of the projected gravity (unit vector) of tracked ``body`` (default: the base),
-    0 when upright, sin^2(tilt) otherwise (holosoma's ``penalty_orientation``, tasks.md §2.4).
+    0 when upright, sin^2(tilt) otherwise (holosoma 0.0.3's ``penalty_orientation``).
 
     Unlike :func:`upright`'s kernel it does not saturate: a torso tilted by 50 deg still has a
     gradient back to upright. (N,)"""
@@ -199,8 +199,8 @@ def orientation_l2(env, body: str | None = None) -> torch.Tensor:
 
 
 def joint_deviation_l2(env, weights: torch.Tensor) -> torch.Tensor:
-    """sum_j w_j (q_j - q0_j)^2, rad^2, from the default joint positions q0 (holosoma's ``pose``
-    penalty, tasks.md §2.4: there 50 on the waist and arms, 0.01 on hip pitch and knees).
+    """sum_j w_j (q_j - q0_j)^2, rad^2, from the default joint positions q0 (holosoma 0.0.3's
+    ``pose`` penalty: there 50 on the waist and arms, 0.01 on hip pitch and knees).
 
     Unlike :func:`variable_posture`'s kernel it grows without bound, so arms swung to their
     limits are always pulled back. (N,)

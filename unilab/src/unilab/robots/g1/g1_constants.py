@@ -15,8 +15,9 @@ g1_constants.py* (the Unitree model is BSD-3-Clause, mjlab is Apache-2.0; see
 the repository ``NOTICE``). They were transcribed once into the tables below;
 no file of those projects is shipped. The gain recipe (natural frequency
 10 Hz, damping ratio 2, action scale ``0.25 * effort / kp``) and the
-soft-limit factor follow the UniLab research notes ``tasks.md`` sections 1.2
-and 1.3 (which reproduce the same armature/gain table).
+soft-limit factor are mjlab 1.6.0's (``asset_zoo/robots/unitree_g1/g1_constants.py``);
+BeyondMimic (HybridRobotics/whole_body_tracking@cd65172 ``robots/g1.py``) and
+holosoma 0.0.3 (``config_values/robot.py``) use the same armature/gain table.
 
 Conventions and units
 ---------------------
@@ -335,7 +336,7 @@ Z_AXIS: Vec3 = (0.0, 0.0, 1.0)
 
 # ---------------------------------------------------------------------------
 # Hinge joints in Unitree SDK order. Source: SOURCE (axes, ranges);
-# motor assignment per tasks.md section 1.3.
+# motor assignment as mjlab 1.6.0 ``g1_constants.py``.
 # ---------------------------------------------------------------------------
 
 G1_JOINTS: tuple[JointSpec, ...] = (
@@ -372,7 +373,7 @@ G1_JOINTS: tuple[JointSpec, ...] = (
 )
 """The 29 hinge joints, Unitree order: left leg 6, right leg 6, waist 3,
 left arm 7, right arm 7. Axes in the child-body frame, ranges in rad.
-Source: :data:`SOURCE`; motor groups per tasks.md section 1.3."""
+Source: :data:`SOURCE`; motor groups as mjlab 1.6.0 ``g1_constants.py``."""
 
 G1_JOINT_NAMES: tuple[str, ...] = tuple(j.name for j in G1_JOINTS)
 """The 29 hinge joint names in Unitree SDK motor order (== actuator order == qpos[7:] order)."""
@@ -385,7 +386,7 @@ JOINT_RANGE: Mapping[str, tuple[float, float]] = MappingProxyType({j.name: j.ran
 
 SOFT_JOINT_POS_LIMIT_FACTOR = 0.9
 """Fraction of each joint range (about its centre) treated as the soft limit
-(dimensionless). Source: mjlab 1.6.0 ``soft_joint_pos_limit_factor`` / tasks.md 1.3."""
+(dimensionless). Source: mjlab 1.6.0 ``soft_joint_pos_limit_factor``."""
 
 
 # ---------------------------------------------------------------------------
@@ -476,17 +477,19 @@ collide (parent/child pairs are excluded by MuJoCo already). Source: :data:`SOUR
 
 FOOT_FRICTION = 0.6
 """Sliding friction coefficient of the sole capsules (dimensionless).
-Source: mjlab 1.6.0 FULL_COLLISION / tasks.md 1.3."""
+Source: mjlab 1.6.0 ``FULL_COLLISION``."""
 
 FOOT_CONDIM = 3
-"""Contact dimensionality of the sole capsules (normal + 2D friction). Source: tasks.md 1.3."""
+"""Contact dimensionality of the sole capsules (normal + 2D friction).
+Source: mjlab 1.6.0 ``FULL_COLLISION``."""
 
 FOOT_PRIORITY = 1
 """Contact priority of the sole capsules, so their friction and condim win
-against the floor's. Source: tasks.md 1.3."""
+against the floor's. Source: mjlab 1.6.0 ``FULL_COLLISION``."""
 
 NON_FOOT_CONDIM = 1
-"""Contact dimensionality of every other geom (frictionless normal contact). Source: tasks.md 1.3."""
+"""Contact dimensionality of every other geom (frictionless normal contact).
+Source: mjlab 1.6.0 ``FULL_COLLISION``."""
 
 FOOT_GEOM_NAMES: tuple[str, ...] = tuple(g.name for g in G1_COLLISION_GEOMS if g.foot)
 """Names of the 14 sole capsules (left 1-7, right 1-7)."""
@@ -545,7 +548,7 @@ frame), ``*_foot_lin_vel`` foot site linear velocity (m/s, world frame),
 
 # ---------------------------------------------------------------------------
 # Motors and the armature (reflected rotor inertia) of each drive.
-# Source: SOURCE (Unitree motor facts as listed by mjlab) and tasks.md 1.3.
+# Source: SOURCE (Unitree motor facts as listed by mjlab 1.6.0 ``g1_constants.py``).
 # ---------------------------------------------------------------------------
 
 
@@ -603,21 +606,23 @@ MOTOR_ARMATURE: Mapping[str, float] = MappingProxyType(
     }
 )
 """Armature per motor group (kg*m^2): 7520-14 0.010178, 7520-22 0.025102, 5020
-0.003610, 2x5020 0.007219, 4010 0.00425 (tasks.md 1.3 table)."""
+0.003610, 2x5020 0.007219, 4010 0.00425 (mjlab 1.6.0 ``g1_constants.py``)."""
 
 MOTOR_EFFORT_LIMIT: Mapping[str, float] = MappingProxyType(
     {**{name: m.effort_limit for name, m in MOTORS.items()}, LINKAGE_MOTOR: 2.0 * MOTORS["5020"].effort_limit}
 )
-"""Peak torque per motor group (N*m): 88 / 139 / 25 / 50 (2x5020) / 5. Source: :data:`SOURCE`, tasks.md 1.3."""
+"""Peak torque per motor group (N*m): 88 / 139 / 25 / 50 (2x5020) / 5. Source: :data:`SOURCE`."""
 
 NATURAL_FREQUENCY_HZ = 10.0
-"""Closed-loop natural frequency the PD gains are tuned for (Hz). Source: tasks.md 1.3."""
+"""Closed-loop natural frequency the PD gains are tuned for (Hz).
+Source: mjlab 1.6.0 ``g1_constants.py``."""
 
 NATURAL_FREQUENCY = 2.0 * math.pi * NATURAL_FREQUENCY_HZ
 """The same natural frequency as an angular rate, omega (rad/s)."""
 
 DAMPING_RATIO = 2.0
-"""Damping ratio zeta of the joint PD loop (dimensionless, overdamped). Source: tasks.md 1.3."""
+"""Damping ratio zeta of the joint PD loop (dimensionless, overdamped).
+Source: mjlab 1.6.0 ``g1_constants.py``."""
 
 MOTOR_KP: Mapping[str, float] = MappingProxyType(
     {name: arm * NATURAL_FREQUENCY**2 for name, arm in MOTOR_ARMATURE.items()}
@@ -647,11 +652,11 @@ EFFORT_LIMIT: Mapping[str, float] = MappingProxyType({j: MOTOR_EFFORT_LIMIT[m] f
 ACTION_SCALE: dict[str, float] = {j: 0.25 * EFFORT_LIMIT[j] / KP[j] for j in G1_JOINT_NAMES}
 """Policy action scale per joint (rad per unit action): 0.25 * effort / kp, so a
 unit action asks for a quarter of the peak torque. 7520-14 0.547, 7520-22 0.351,
-5020 and 2x5020 0.439, 4010 0.0745. Source: mjlab 1.6.0 G1_ACTION_SCALE recipe / tasks.md 1.3."""
+5020 and 2x5020 0.439, 4010 0.0745. Source: mjlab 1.6.0 ``G1_ACTION_SCALE`` recipe."""
 
 
 # ---------------------------------------------------------------------------
-# Keyframes. Source: SOURCE (mjlab KNEES_BENT / HOME keyframes), tasks.md 1.2.
+# Keyframes. Source: SOURCE (mjlab 1.6.0 ``KNEES_BENT_KEYFRAME`` / ``HOME_KEYFRAME``).
 # ---------------------------------------------------------------------------
 
 

@@ -101,7 +101,8 @@ def add_g1_actuators(spec: mujoco.MjSpec, joint_names: Sequence[str] = C.G1_JOIN
     stiffness ``KP[j]`` (N*m/rad), damping ``KD[j]`` as the actuator ``kv``
     (N*m*s/rad) and force range ``+-EFFORT_LIMIT[j]`` (N*m). Gains follow
     kp = I*omega^2, kd = 2*zeta*I*omega with omega = 2*pi*10 rad/s, zeta = 2
-    and I the joint armature (tasks.md 1.3; :data:`~unilab.robots.g1.g1_constants.SOURCE`).
+    and I the joint armature (mjlab 1.6.0 ``g1_constants.py``;
+    :data:`~unilab.robots.g1.g1_constants.SOURCE`).
     The control (a joint-position target, rad) is not range-limited.
     """
     for name in joint_names:
@@ -185,8 +186,8 @@ def g1_scene_spec(
     name, drives per ``actuators``), plus the task sensors, foot sites, a floor plane named
     ``floor`` (if ``with_floor`` and the world has none), a light, a ``tracking`` camera, the
     options timestep 0.005 s, implicitfast, Newton, iterations 10, ls_iterations 20, pyramidal
-    cone (mjlab 1.6.0 velocity task settings, tasks.md 1.2), and the keyframes ``knees_bent``
-    (index 0, default) and ``home``. Prints nothing.
+    cone (mjlab 1.6.0 velocity task settings, ``tasks/velocity/velocity_env_cfg.py``), and the
+    keyframes ``knees_bent`` (index 0, default) and ``home``. Prints nothing.
 
     Raises:
         unilab.robots.scene.RobotModelError: a user file that cannot serve (one line).

@@ -1,7 +1,7 @@
 """The built-in Unitree G1 29-DoF as a :class:`~unilab.robots.description.RobotDescription`.
 
 Every number comes from :mod:`unilab.robots.g1.g1_constants` (source: Unitree G1 29-DoF rev 1.0
-via MuJoCo Menagerie unitree_g1 / mjlab 1.6.0 g1_constants.py; gains from tasks.md 1.3).
+via MuJoCo Menagerie unitree_g1 / mjlab 1.6.0 g1_constants.py; gains by mjlab's recipe).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """User-facing settings of g1_motion_tracking (the ``env.*`` override keys).
 
 Defaults: BeyondMimic ``tracking_env_cfg.py`` / ``config/g1/flat_env_cfg.py`` (@cd65172) and
-mjlab's re-implementation ``Mjlab-Tracking-Flat-Unitree-G1``, as summarised in tasks.md section 3
-and its recommendation for g1_motion_tracking.
+mjlab's re-implementation ``Mjlab-Tracking-Flat-Unitree-G1`` (v1.6.0 ``tasks/tracking/
+tracking_env_cfg.py``, ``config/g1/env_cfgs.py``).
 """
 
 from __future__ import annotations

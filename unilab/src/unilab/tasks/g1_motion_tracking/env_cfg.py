@@ -1,6 +1,6 @@
 """Builds the g1_motion_tracking env: BeyondMimic's whole-body tracking task
 (``whole_body_tracking/tasks/tracking/tracking_env_cfg.py``, ``config/g1/flat_env_cfg.py``
-@cd65172; mjlab ``Mjlab-Tracking-Flat-Unitree-G1``) on our G1 model (tasks.md section 3).
+@cd65172; mjlab ``Mjlab-Tracking-Flat-Unitree-G1``, v1.6.0) on our G1 model.
 
 Observation layout (columns, in order):
 

@@ -61,7 +61,9 @@ class CommandCurriculumConfig(BaseModel):
 
 
 class CommandsConfig(BaseModel):
-    """Velocity command ranges (tasks.md recommendation for g1_walk_flat)."""
+    """Velocity command ranges: those of MuJoCo Playground's ``G1JoystickFlatTerrain``
+    (google-deepmind/mujoco_playground@d5e6b47 ``locomotion/g1/joystick.py``), resampled every
+    3-8 s as mjlab's G1 velocity task (v1.6.0); no heading mode."""
 
     model_config = ConfigDict(extra="forbid")
     lin_vel_x: tuple[float, float] = Field((-1.0, 1.0), description="forward velocity, m/s")
@@ -109,8 +111,10 @@ class RewardWeights(BaseModel):
     """Reward weights; each term is multiplied by its weight and the env step dt (0.02 s).
     A weight of 0 switches the term off (it is then not evaluated).
 
-    Values from mjlab ``Mjlab-Velocity-Flat-Unitree-G1`` (tasks.md §2.1), plus holosoma's G1
-    ``alive``, ``feet_phase``, ``penalty_orientation`` and ``pose`` (tasks.md §2.4).
+    Values from mjlab ``Mjlab-Velocity-Flat-Unitree-G1`` (v1.6.0 ``tasks/velocity/
+    velocity_env_cfg.py``, ``config/g1/env_cfgs.py``), plus holosoma's G1 ``alive``,
+    ``feet_phase``, ``penalty_orientation`` and ``pose`` (holosoma 0.0.3
+    ``config_values/loco/g1/``, ``managers/reward/terms/locomotion.py``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -151,7 +155,7 @@ class RewardWeights(BaseModel):
 
 class DomainRandomizationConfig(BaseModel):
     """Per-world physics randomization, drawn once per world at startup (mjlab ``startup``
-    events; tasks.md §2.1)."""
+    events, v1.6.0 ``tasks/velocity/velocity_env_cfg.py``)."""
 
     model_config = ConfigDict(extra="forbid")
     enabled: bool = Field(True, description="randomize friction, torso CoM and encoder bias")
@@ -172,7 +176,7 @@ class DomainRandomizationConfig(BaseModel):
 
 
 class PushVelocityConfig(BaseModel):
-    """Push magnitudes ±: half of mjlab's ranges to start (tasks.md recommendation); at most
+    """Push magnitudes ±: half of mjlab's ranges (v1.6.0 velocity task), a milder start; at most
     :data:`MAX_PUSH_LIN_VEL` and :data:`MAX_PUSH_ANG_VEL`."""
 
     model_config = ConfigDict(extra="forbid")
@@ -201,7 +205,7 @@ class PushConfig(BaseModel):
 
 
 class GaitConfig(BaseModel):
-    """A gait clock per env (holosoma's G1 locomotion ``LocomotionGait``, tasks.md §2.4): each
+    """A gait clock per env (holosoma 0.0.3 G1 locomotion ``LocomotionGait``): each
     foot's phase is observed as sin/cos by the actor and the critic (4 columns appended to both
     groups) and drives the ``feet_phase`` reward's target foot heights
     (:class:`unilab.envs.mdp.GaitPhaseCommand`, :func:`unilab.envs.mdp.feet_phase`). Turning it
@@ -234,7 +238,8 @@ class GaitConfig(BaseModel):
 
 class PenaltyCurriculumConfig(BaseModel):
     """Negative-weight reward terms scaled by a factor that follows the episode length
-    (holosoma's G1 locomotion scheme, tasks.md §2.4; :class:`unilab.envs.managers.PenaltyCurriculum`)."""
+    (holosoma 0.0.3 G1 locomotion, ``config_values/loco/g1/``;
+    :class:`unilab.envs.managers.PenaltyCurriculum`)."""
 
     model_config = ConfigDict(extra="forbid")
     enabled: bool = Field(True, description="scale the penalties by episode length")
@@ -260,7 +265,7 @@ class G1WalkFlatConfig(BaseModel):
     base_lin_vel_noise: float = Field(
         0.5, ge=0.0,
         description="uniform noise ± on the actor's base_lin_vel, m/s (mjlab 0.5; IsaacLab and "
-        "Playground 0.1; holosoma leaves the velocity out of the actor)",
+        "MuJoCo Playground's G1 joystick 0.1; holosoma leaves the velocity out of the actor)",
     )
     reset_xy_m: float = Field(0.5, ge=0.0, description="reset base x, y offset range ±, m")
     reset_yaw_rad: float = Field(3.14159, ge=0.0, description="reset yaw range ±, rad")

@@ -1,6 +1,6 @@
 """Builds the g1_walk_flat env: mjlab's G1 velocity task (``tasks/velocity/velocity_env_cfg.py``
-and ``config/g1/env_cfgs.py``, v1.6.0) on our G1 model, trimmed for CPU as recommended in
-tasks.md (no heading commands, no terrain), with holosoma's gait clock and posture penalties
+and ``config/g1/env_cfgs.py``, v1.6.0) on our G1 model, trimmed for CPU physics (no heading
+commands, no terrain), with holosoma's gait clock and posture penalties
 (:mod:`unilab.tasks.g1_walk_flat.config`).
 
 Observation layout (columns, in order):

@@ -51,11 +51,11 @@ def resolve_compile_mode(mode: str, torch_version: str = torch.__version__) -> s
     """``"auto"`` -> ``"default"`` on torch >= 2.9, else ``"reduce-overhead"``; any other mode
     unchanged.
 
-    The official code picks ``"max-autotune"`` on torch >= 2.9 (algorithms.md 1.2). On the H200
-    machine (torch 2.11) its autotuning kept the first update compiling for more than 5 min
-    (191 s of kernel benchmarking in the first 25 rounds alone), so a 100-iteration run did not
-    end within 330 s (docs/benchmarks.md, FlashSAC). ``"default"`` compiles without autotuning
-    and without CUDA graphs; ``runtime.compile_mode=max-autotune`` restores the official choice.
+    The official code picks ``"max-autotune"`` on torch >= 2.9 (``Holiday-Robot/FlashSAC``
+    ``flash_rl/agents/utils/network.py``). Its autotuning benchmarks kernels for minutes before
+    the first update runs, longer than a short run lasts (docs/benchmarks.md). ``"default"``
+    compiles without autotuning and without CUDA graphs; ``runtime.compile_mode=max-autotune``
+    restores the official choice.
     """
     if mode != "auto":
         return mode

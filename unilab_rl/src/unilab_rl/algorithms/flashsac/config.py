@@ -1,10 +1,9 @@
 """Settings of FlashSAC.
 
 FlashSAC: Kim, Lee et al., "FlashSAC" (2026, arXiv 2604.04539), official code
-``Holiday-Robot/FlashSAC`` (``configs/agent/flashSAC.yaml``, ``flash_rl/agents/flashSAC/``).
-Facts and defaults are taken from ``shared/research/algorithms.md`` section 1 (what the paper and
-its code do) and section 6 (the project's recommendation for G1 on CPU MuJoCo: keep the paper's
-GPU-benchmark defaults, gamma 0.97 for 50 Hz joystick-style G1). A stdlib dataclass on purpose:
+``Holiday-Robot/FlashSAC`` at 87edc90 (``configs/agent/flashSAC.yaml``,
+``flash_rl/agents/flashSAC/``, ``scripts/run_*.sh``). Defaults are the paper's GPU-benchmark settings, with gamma 0.97 as its
+MuJoCo Playground G1/T1 runs use for 50 Hz joystick control. A stdlib dataclass on purpose:
 unilab_rl depends on torch only; the CLI validates it elsewhere.
 """
 
@@ -22,27 +21,29 @@ class FlashSACConfig:
     learning_starts: int = 100
     """Iterations of uniform-random actions at the start; gradient updates begin once the buffer
     holds ``learning_starts * num_envs`` transitions. 100 at 1024 envs is the paper's 100 k
-    minimum buffer size (algorithms.md 1.3, ``buffer_min_length``)."""
+    minimum buffer size (``buffer_min_length``, ``scripts/run_isaaclab.sh``)."""
 
     # -- Replay and updates -----------------------------------------------------------------
     buffer_size_per_env: int = 10240
     """Replay capacity per env; total ``buffer_size_per_env * num_envs``: 10.5 M at 1024 envs, the
-    paper's 10 M (a 1 M buffer lost 2-5 points, 0.1 M collapsed; algorithms.md 1.4). Observations
+    paper's 10 M (in its ablation a 1 M buffer lost 2-5 points, 0.1 M collapsed;
+    ``results/ablation_*``). Observations
     are stored twice (s and s'), so at G1 sizes (actor 99, critic 111, 29 actions) a transition
     takes about 1.8 kB: about 19 GB of learner memory at 10.5 M."""
     batch_size: int = 2048
-    """Transitions per gradient update (paper: 2048; 4 k-8 k gave about the same, algorithms.md 1.4)."""
+    """Transitions per gradient update (paper: 2048; 4 k-8 k gave about the same in its
+    ablation)."""
     num_updates: int = 2
     """Critic updates per iteration. The paper's sweet spot is 2 per 1024 env steps (replay ratio
-    ``num_updates * batch_size / num_envs`` = 4); scale it with ``num_envs`` (algorithms.md 6)."""
+    ``num_updates * batch_size / num_envs`` = 4); scale it with ``num_envs`` to keep that ratio."""
     actor_update_period: int = 2
     """The actor and temperature are updated on every ``actor_update_period``-th critic update,
     starting with the first (``configs/agent/flashSAC.yaml``: 2)."""
 
     # -- Returns and targets ----------------------------------------------------------------
     gamma: float = 0.97
-    """Discount: 0.97 for 50 Hz joystick-style G1 (MuJoCo Playground G1/T1 and UniLab runs;
-    algorithms.md 1.3 and 6); the IsaacLab benchmark and the authors' G1 port
+    """Discount: 0.97 for 50 Hz joystick-style G1 (the official MuJoCo Playground G1/T1 runs,
+    ``scripts/run_mujoco_playground.sh``); the IsaacLab benchmark and the authors' G1 port
     (``Holiday-Robot/rsl_rl_flashsac``, ``isaaclab_flashsac/rl_cfg.py``) use 0.99 with
     ``n_step=3``."""
     n_step: int = 1
@@ -71,12 +72,14 @@ class FlashSACConfig:
     """Peak Adam learning rate of the actor, critic and temperature (paper: 3e-4)."""
     lr_end: float = 1.5e-4
     """Learning rate at the end of the run; cosine decay from :attr:`lr` over all the run's
-    gradient updates, no warmup (paper: 1.5e-4; its warmup is 1e-6 of the run, algorithms.md 1.2).
+    gradient updates, no warmup (paper: 1.5e-4; its warmup is 1e-6 of the run,
+    ``flash_rl/agents/utils/scheduler.py``).
     Set equal to :attr:`lr` for a constant rate."""
     weight_normalization: bool = True
     """Project every linear weight row onto the unit sphere (and norm-layer scales onto radius
     sqrt(d)) after each optimizer step (paper: always; off only to ablate). No weight decay and no
-    gradient clipping are used: the projection bounds the norms (algorithms.md 1.2)."""
+    gradient clipping are used: the projection bounds the norms
+    (``flash_rl/agents/flashSAC/update.py``)."""
 
     # -- Networks ---------------------------------------------------------------------------
     actor_num_blocks: int = 2
@@ -97,8 +100,8 @@ class FlashSACConfig:
     """The temperature's learning rate as a multiple of the actor's (paper: 1). Adam moves
     ``log alpha`` by about one learning rate per actor update, so over 6,000 iterations of the
     default schedule alpha can fall by at most about e^1.6; the paper's 50 M-step runs have about
-    8 x more updates. Measured on g1_walk_flat: alpha 0.01 -> 0.0035 while the entropy stayed
-    15-68 nats above its target (docs/benchmarks.md, "FlashSAC's entropy and temperature")."""
+    8 x more updates. Raising it lets alpha follow the target within a short run
+    (docs/flashsac.md)."""
     target_sigma: float = 0.15
     """Unified entropy target: the entropy of a Gaussian with this std in every action dimension,
     ``0.5 |A| log(2 pi e sigma^2)`` (paper: 0.15, -13.87 nats for 29 DoF), in the units of
@@ -122,9 +125,8 @@ class FlashSACConfig:
 
     The temperature's equilibrium is the same in both units up to the choice of sigma's unit. The
     soft return differs: in action units every step adds a constant ``alpha sum_i log(half_range_i)``
-    (45.6 alpha for the G1's joint-limit box, 31.9 alpha on +-3). Measured on the GPU machine
-    (docs/benchmarks.md, "FlashSAC's entropy and temperature"): on the whole joint-limit box neither
-    walks in 6,000 iterations. The comparison with the official code: docs/flashsac.md."""
+    (45.6 alpha for the G1's joint-limit box, 31.9 alpha on +-3). The comparison with the official
+    code, and what each choice gave on the G1: docs/flashsac.md."""
     action_bound: float | None = None
     """Squash into the env's action box intersected with ``[-action_bound, action_bound]`` (action
     units) instead of the whole box. ``None``: the whole box, which for the G1 is the joint limits,
@@ -133,14 +135,11 @@ class FlashSACConfig:
     ``action_bound="scalar"``, as its runner default: +-1 for the velocity tasks, +-3 for G1
     motion tracking (``G1FlatTrackingFlashSACCfg``); only its DreamWaQ tasks squash onto the joint
     limits. One G1 action unit is 0.075-0.55 rad (``0.25 effort / kp``), so walking knees need
-    about 3. g1_motion_tracking's owner YAML sets 3; measured there (docs/benchmarks.md, "Motion
-    tracking on the GPU machine"): the 5,000-iteration default and a second seed stopped at 4,913
-    both track the whole default clip. The
-    box shrinks only the policy's actions: the env's own bounds and the exported metadata stay as
-    they are."""
+    about 3. g1_motion_tracking's owner YAML sets 3, as the port does. The box shrinks only the
+    policy's actions: the env's own bounds and the exported metadata stay as they are."""
     noise_repeat: bool = True
     """Hold the exploration noise for a Zeta-distributed number of env steps (paper: on; off cost
-    about 3-7 points on Isaac G1, algorithms.md 1.4). Off: fresh noise every step."""
+    about 3-7 points on Isaac G1 in its ablation). Off: fresh noise every step."""
     # The repeat length k is drawn from a truncated Zeta law P(k) ~ k^-2 on {1, ..., 16} (paper;
     # constants of :mod:`unilab_rl.algorithms.flashsac.exploration`).
 

@@ -1,8 +1,8 @@
 """Exploration noise held for a random number of env steps, and return-based reward scaling.
 
-Both are FlashSAC facts (``shared/research/algorithms.md`` 1.2): "broad exploration" holds the
-Gaussian noise of ``a = tanh(mu + sigma eps)`` for k steps, k from a Zeta law truncated to
-{1, ..., 16} and shared by all envs, eps per env and dimension (official
+Both are FlashSAC's (arXiv 2604.04539; ``Holiday-Robot/FlashSAC`` at 87edc90): "broad
+exploration" holds the Gaussian noise of ``a = tanh(mu + sigma eps)`` for k steps, k from a Zeta
+law truncated to {1, ..., 16} and shared by all envs, eps per env and dimension (official
 ``_sample_flashsac_actions``); rewards are divided by a running scale of the discounted return so
 that returns fit the critic's fixed support (official ``reward_normalization.py``).
 """

@@ -1,7 +1,7 @@
 """FlashSAC networks: unit-norm layers, the inverted residual trunk, the tanh-Gaussian actor and the
 fused twin categorical critic.
 
-Architecture facts (``shared/research/algorithms.md`` 1.1, from the official
+Architecture (arXiv 2604.04539; the official ``Holiday-Robot/FlashSAC`` at 87edc90,
 ``flash_rl/agents/flashSAC/layer.py`` and ``network.py``):
 
 - input: batch norm on the *raw* observation (it is the observation normalizer), then a

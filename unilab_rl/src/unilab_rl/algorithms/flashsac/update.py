@@ -1,7 +1,8 @@
 """FlashSAC update math, in the order one update runs, with the paper's names.
 
-FlashSAC (arXiv 2604.04539; official ``flash_rl/agents/flashSAC/update.py``, facts in
-``shared/research/algorithms.md`` 1.2). One update of :class:`~unilab_rl.algorithms.flashsac.FlashSAC`:
+FlashSAC (arXiv 2604.04539; official ``Holiday-Robot/FlashSAC`` at 87edc90,
+``flash_rl/agents/flashSAC/update.py`` and ``agent.py``). One update of
+:class:`~unilab_rl.algorithms.flashsac.FlashSAC`:
 
 1. actor loss ``mean(alpha log pi(a|s) - min(Q1, Q2)(s, a))``, delayed (every
    ``actor_update_period``-th update); the actor runs in training mode on ``concat(s, s')`` so its

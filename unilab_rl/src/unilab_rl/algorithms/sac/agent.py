@@ -255,7 +255,7 @@ class SAC:
             obs, next_obs: group -> (T, N, d) float32 (e.g. views of a shared-memory block).
             actions: (T, N, A) float32; rewards, terminated: (T, N) float32 / bool.
             truncated: (T, N) bool time-outs; unused by SAC (accepted for the async runner's
-                uniform call, :class:`unilab_rl.async_runtime.AsyncLearner`).
+                uniform call, :class:`unilab_rl.learner.Learner`).
 
         Returns:
             bytes copied from the source tensors.

@@ -1,9 +1,9 @@
 """Settings of plain SAC.
 
-Defaults are the project's recommendation for G1 (``shared/research/algorithms.md`` section 6,
-"Plain SAC"): the textbook SAC core (Haarnoja et al. 2018, arXiv 1801.01290 and 1812.05905),
-tuned with the numbers of FastSAC (Seo et al., arXiv 2512.01996; holosoma preset
-``g1_29dof_fast_sac``, algorithms.md 2.2) and the UniLab SAC CPU-MuJoCo run (algorithms.md 3).
+Defaults: the textbook SAC core (Haarnoja et al. 2018, arXiv 1801.01290 and 1812.05905), tuned
+with the numbers of FastSAC (Seo et al., arXiv 2512.01996; holosoma 0.0.3 preset
+``g1_29dof_fast_sac``, ``config_values/algo.py``) and UniLab's SAC on CPU MuJoCo
+(``unilabsim/UniLab`` ``conf/offpolicy/algo/sac.yaml``).
 A stdlib dataclass on purpose: unilab_rl depends on torch only; the CLI validates it elsewhere.
 """
 
@@ -30,7 +30,7 @@ class SACConfig:
     """Transitions per gradient update (FastSAC, UniLab SAC: 8192)."""
     num_updates: int = 8
     """Critic updates per iteration (FastSAC: 8; replay ratio = ``num_updates * batch_size /
-    num_envs``; keep it at 16-32 when ``num_envs`` changes, algorithms.md 6)."""
+    num_envs``; keep it at 16-32, FastSAC's and UniLab SAC's, when ``num_envs`` changes)."""
     actor_update_period: int = 4
     """Actor (and temperature) updated once every this many critic updates (FastSAC: 4, i.e. 2
     actor updates per 8 critic updates; CleanRL calls it ``policy_frequency``). Counted across
@@ -41,12 +41,13 @@ class SACConfig:
     """Discount (FastSAC, MJP and UniLab G1 at 50 Hz control: 0.97)."""
     tau: float = 0.125
     """Polyak rate of the target critics, ``target <- (1 - tau) target + tau online``, applied
-    after every critic update (FastSAC: 0.125, validated with a C51 critic and mean-Q;
-    algorithms.md 6 suggests 0.005-0.05 for a scalar min-Q critic: retune if it diverges)."""
+    after every critic update (FastSAC: 0.125, validated with a C51 critic and mean-Q; scalar
+    min-Q critics usually take 0.005-0.05, e.g. Stable-Baselines3 0.005: retune if it diverges)."""
     critic_reduction: Literal["min", "mean"] = "min"
     """How the two Q estimates are combined in the target and the actor loss: ``"min"``
     is the textbook clipped double-Q (Fujimoto et al. 2018, arXiv 1802.09477; SAC 1812.05905),
-    ``"mean"`` is FastSAC's (algorithms.md 2.2: "no clipped double-Q ... the actor uses the mean")."""
+    ``"mean"`` is FastSAC's (holosoma ``agents/fast_sac/``: no clipped double-Q, the actor uses the
+    mean of the two Q values)."""
 
     # -- Optimizers -------------------------------------------------------------------------
     actor_lr: float = 3e-4
@@ -80,7 +81,7 @@ class SACConfig:
     """Target entropy is ``-target_entropy_scale * |A|`` in nats, with the log-probability of the
     action in the env's units (tanh and box Jacobians included). 1.0 is the textbook heuristic
     ``-dim(A)`` (Haarnoja et al. 2018, arXiv 1812.05905, section 5); 0.0 is FastSAC's choice
-    (holosoma ``target_entropy_ratio = 0``, algorithms.md 2.2), which keeps more exploration
+    (holosoma ``config_values/algo.py``, ``target_entropy_ratio = 0``), which keeps more exploration
     for the small initial sigma. Default 0.0, since the other defaults are FastSAC's."""
 
     # -- Observations -----------------------------------------------------------------------
@@ -105,7 +106,7 @@ class SACConfig:
     replay stores them raw) and normalized after; the running observation statistics are
     updated with each observation and its mirror image, so they are symmetric and the mirrored
     half is normalized like the data it imitates. Off in code; the g1_walk_flat owner YAML turns it
-    on (it halved the time to mean episode length 900 on the GPU machine, docs/benchmarks.md)."""
+    on (what it gave on the GPU machine: docs/benchmarks.md)."""
     equivariant_actor: bool = False
     """Make the actor left/right equivariant by construction (needs ``symmetry``): its Gaussian's
     mean and log std are averaged over the observation and its mirror image

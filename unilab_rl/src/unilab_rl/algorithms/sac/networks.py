@@ -1,8 +1,8 @@
 """SAC networks: a tanh-squashed Gaussian actor and twin soft Q critics.
 
-Layers are ``Linear -> LayerNorm -> SiLU`` as in FastSAC (``shared/research/algorithms.md`` 2.2);
-the actor's mean and log-std heads start at zero, so the first policy is centred in the action box
-with a small std.
+Layers are ``Linear -> LayerNorm -> SiLU`` as in FastSAC (arXiv 2512.01996; holosoma 0.0.3
+``agents/fast_sac/``); the actor's mean and log-std heads start at zero, so the first policy is
+centred in the action box with a small std.
 """
 
 from __future__ import annotations

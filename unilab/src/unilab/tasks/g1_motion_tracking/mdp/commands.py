@@ -2,7 +2,7 @@
 adaptive sampling of start times.
 
 Sources: BeyondMimic ``whole_body_tracking/tasks/tracking/mdp/commands.py`` (@cd65172) and mjlab
-``tasks/tracking/mdp/commands.py`` (v1.6.0), as summarised in tasks.md section 3.
+``tasks/tracking/mdp/commands.py`` (v1.6.0).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from unilab.utils.math import (
 class AdaptiveSampler:
     """Failure-weighted start times over one or several clips: BeyondMimic's "adaptive sampling"
     (``whole_body_tracking`` ``tasks/tracking/mdp/commands.py`` @cd65172, ``_adaptive_sampling``
-    and the EMA in ``_update_command``; tasks.md section 3), with the bins of every clip in one
+    and the EMA in ``_update_command``), with the bins of every clip in one
     distribution.
 
     Clip c is cut into ``num_bins[c]`` bins of about one second (``frames // control_rate + 1``).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4 on the 2-GPU machine (nvidia-h200-x2), two jobs side by side:
+# The async runtime and the update speed on the 2-GPU machine (nvidia-h200-x2), two jobs side by side:
 #   A (GPU 0, cores 0-15): benchmarks/async_vs_sync.py with ASYNC_ARGS (backend alone, then the async rows);
 #   B (GPU 1, cores 16-31): pytest on TESTS (default: unilab_rl/tests/test_agent.py -k cuda), then, unless
 #      UPDATE_MODES is "none", benchmarks/update_speed.py with and without runtime.cuda_graph=true.
@@ -7,10 +7,10 @@
 #   --task g1_walk_flat --sim mujoco` with those overrides, stopped by SIGINT after WALK_LIMIT_S, and packs the
 #   run directory (checkpoints dropped, policy.onnx exported) as OUTDIR/walk.tgz; UPDATE_MODES is then unused.
 #   WALK=" " (one space) trains the plain default; WALK unset or empty runs the tests and update benchmark.
-# Needs .whl: the wheels of the four packages and of mujoco and pydantic (built by the project's
-#   offline-wheels.sh, see the device notes in docs/benchmarks.md), plus pytest, iniconfig, packaging,
+# Needs .whl: the wheels of the four packages and of mujoco and pydantic (the host cannot reach a
+#   registry: `pip wheel` the packages and `pip download` the rest beforehand), plus pytest, iniconfig, packaging,
 #   pygments and pluggy for the tests (`pip download --only-binary=:all: --no-deps --python-version 3.12 ...`).
-# Usage: bash benchmarks/device_issue4.sh OUTDIR "ASYNC_ARGS" "UPDATE_MODES"
+# Usage: bash benchmarks/device_async_update.sh OUTDIR "ASYNC_ARGS" "UPDATE_MODES"
 set -uo pipefail
 out=$1; async_args=$2; modes=${3:-eager,reduce-overhead}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
