@@ -11,12 +11,21 @@ from unilab_rl.async_runtime.collector import COLLECTOR_PHASES
 from unilab_rl.async_runtime.processes import CollectorPool, collector_policy_device
 from unilab_rl.async_runtime.transport import CollectorDied, flat_state
 from unilab_rl.learner import Learner, missing_members
-from unilab_rl.runner.loop import Episodes, FunctionHooks, LearnSummary, RunBook, RunnerHooks, draw_seed, loop_settings
+from unilab_rl.runner.loop import (
+    Episodes,
+    EpisodeViews,
+    FunctionHooks,
+    LearnSummary,
+    RunBook,
+    RunnerHooks,
+    draw_seed,
+    loop_settings,
+)
 from unilab_rl.runtime import RuntimeConfig
 from unilab_rl.vecenv import VecEnv
 
 
-class AsyncOffPolicyRunner:
+class AsyncOffPolicyRunner(EpisodeViews):
     """Off-policy training with collection in separate processes (see :mod:`unilab_rl.async_runtime`).
 
     Args:
@@ -105,16 +114,6 @@ class AsyncOffPolicyRunner:
     def cleanup_errors(self) -> list[str]:
         """Problems met while stopping the last pool."""
         return self.summary.cleanup_errors
-
-    @property
-    def episode_returns(self):
-        """The last finished episodes' returns (a deque, newest last)."""
-        return self.episodes.returns
-
-    @property
-    def episode_lengths(self):
-        """The last finished episodes' lengths in env steps (a deque, newest last)."""
-        return self.episodes.lengths
 
     def learn(
         self,

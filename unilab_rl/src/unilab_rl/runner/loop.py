@@ -211,6 +211,22 @@ class Episodes:
         self.log = EpisodeLogWindow(window)
 
 
+class EpisodeViews:
+    """What both runners expose of their finished episodes (:class:`Episodes`, in ``self.episodes``)."""
+
+    episodes: Episodes
+
+    @property
+    def episode_returns(self) -> deque[float]:
+        """The last finished episodes' returns, newest last."""
+        return self.episodes.returns
+
+    @property
+    def episode_lengths(self) -> deque[int]:
+        """The last finished episodes' lengths in env steps, newest last."""
+        return self.episodes.lengths
+
+
 class RunBook:
     """The bookkeeping of one ``learn`` call (see the module docstring).
 
@@ -460,5 +476,5 @@ def draw_seed() -> int:
     return int(torch.randint(0, 2**62, (1,)).item())
 
 
-__all__ = ["STATUSES", "EpisodeLogWindow", "Episodes", "FunctionHooks", "LearnSummary", "RunBook", "RunnerHooks",
-           "StopTraining", "classify", "draw_seed", "loop_settings"]
+__all__ = ["STATUSES", "EpisodeLogWindow", "EpisodeViews", "Episodes", "FunctionHooks", "LearnSummary", "RunBook",
+           "RunnerHooks", "StopTraining", "classify", "draw_seed", "loop_settings"]

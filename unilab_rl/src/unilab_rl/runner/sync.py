@@ -10,6 +10,7 @@ import torch
 from unilab_rl.learner import Learner
 from unilab_rl.runner.loop import (
     Episodes,
+    EpisodeViews,
     FunctionHooks,
     LearnSummary,
     RunBook,
@@ -20,7 +21,7 @@ from unilab_rl.runner.loop import (
 from unilab_rl.vecenv import VecEnv
 
 
-class OffPolicyRunner:
+class OffPolicyRunner(EpisodeViews):
     """Runs an off-policy :class:`~unilab_rl.learner.Learner` on a :class:`~unilab_rl.vecenv.VecEnv`.
 
     One iteration is one env step of all envs plus the learner's gradient updates for it. The
@@ -83,16 +84,6 @@ class OffPolicyRunner:
         self.seed = draw_seed() if seed is None else seed
         self._action_generator = torch.Generator().manual_seed(self.seed)
         self.summary = LearnSummary(runtime="sync")
-
-    @property
-    def episode_returns(self):
-        """The last finished episodes' returns (a deque, newest last)."""
-        return self.episodes.returns
-
-    @property
-    def episode_lengths(self):
-        """The last finished episodes' lengths in env steps (a deque, newest last)."""
-        return self.episodes.lengths
 
     def learn(
         self,
