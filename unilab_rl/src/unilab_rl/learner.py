@@ -120,6 +120,28 @@ class Learner(Protocol):
         ...
 
 
+class ScheduleFromConfig:
+    """:class:`Learner`'s schedule members read from a config with the usual field names
+    (``cfg.learning_starts``, ``cfg.num_updates``, ``cfg.batch_size``), as SAC's and FlashSAC's."""
+
+    cfg: Any
+
+    @property
+    def learning_starts(self) -> int:
+        """Iterations of uniform-random actions before the first update (``cfg.learning_starts``)."""
+        return self.cfg.learning_starts
+
+    @property
+    def updates_per_iteration(self) -> int:
+        """Critic updates per iteration (``cfg.num_updates``)."""
+        return self.cfg.num_updates
+
+    @property
+    def batch_size(self) -> int:
+        """Transitions per gradient update (``cfg.batch_size``)."""
+        return self.cfg.batch_size
+
+
 def uniform_actions(low: torch.Tensor, high: torch.Tensor, num: int, generator: torch.Generator) -> torch.Tensor:
     """(num, A) float32 actions uniform in ``[low, high]`` ((A,) CPU tensors), drawn with a CPU
     ``generator``: the warm-up draw. A learner's ``random_actions(num, generator)`` must return
@@ -136,4 +158,4 @@ def missing_members(learner: Any) -> list[str]:
     return [n for n in dict.fromkeys(names) if not hasattr(learner, n)]
 
 
-__all__ = ["Learner", "missing_members", "uniform_actions"]
+__all__ = ["Learner", "ScheduleFromConfig", "missing_members", "uniform_actions"]

@@ -40,6 +40,7 @@ from unilab_rl.algorithms.flashsac.networks import (
     WeightProjection,
 )
 from unilab_rl.device import resolve_device
+from unilab_rl.learner import ScheduleFromConfig, uniform_actions
 from unilab_rl.replay import Batch, ReplayBuffer, block_rows
 from unilab_rl.runtime import RuntimeConfig
 from unilab_rl.vecenv import Mirror, VecEnv, learner_mirror, learner_spaces
@@ -63,7 +64,7 @@ def resolve_compile_mode(mode: str, torch_version: str = torch.__version__) -> s
     return "default" if (major, minor) >= (2, 9) else "reduce-overhead"
 
 
-class FlashSAC:
+class FlashSAC(ScheduleFromConfig):
     """FlashSAC (arXiv 2604.04539): SAC with batch-normalized inverted-residual networks, unit-norm
     weight projection, twin categorical critics on a fixed support with return-based reward
     scaling, a unified entropy target and held exploration noise.
@@ -178,21 +179,6 @@ class FlashSAC:
     # -- What a runner reads (unilab_rl.learner.Learner) ---------------------------------------
 
     @property
-    def learning_starts(self) -> int:
-        """Iterations of uniform-random actions before the first update (``cfg.learning_starts``)."""
-        return self.cfg.learning_starts
-
-    @property
-    def updates_per_iteration(self) -> int:
-        """Critic updates per iteration (``cfg.num_updates``)."""
-        return self.cfg.num_updates
-
-    @property
-    def batch_size(self) -> int:
-        """Transitions per gradient update (``cfg.batch_size``)."""
-        return self.cfg.batch_size
-
-    @property
     def cuda_graphs(self) -> bool:
         """True once :meth:`update` replays captured CUDA graphs for every kind of step it has
         run (``runtime.cuda_graph``; :class:`_StepGraphs`)."""
@@ -228,8 +214,6 @@ class FlashSAC:
                 ``None`` draws from the learner device's global RNG.
         """
         if generator is not None:
-            from unilab_rl.learner import uniform_actions
-
             return uniform_actions(self.action_low.cpu(), self.action_high.cpu(), num, generator).to(self.env_device)
         u = torch.rand(num, self.num_actions, device=self.device)
         return (self.action_low + (self.action_high - self.action_low) * u).to(self.env_device)

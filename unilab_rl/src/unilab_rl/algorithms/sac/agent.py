@@ -20,7 +20,7 @@ from unilab_rl.algorithms.sac.config import SACConfig
 from unilab_rl.algorithms.sac.networks import Actor, Critic, DeterministicPolicy, ExplorationPolicy
 from unilab_rl.device import resolve_device
 from unilab_rl.normalizer import RunningMeanStd, batch_moments
-from unilab_rl.learner import uniform_actions
+from unilab_rl.learner import ScheduleFromConfig, uniform_actions
 from unilab_rl.replay import Batch, ReplayBuffer, block_rows
 from unilab_rl.runtime import RuntimeConfig
 from unilab_rl.vecenv import Mirror, VecEnv, apply_mirror, learner_mirror, learner_spaces
@@ -28,7 +28,7 @@ from unilab_rl.vecenv import Mirror, VecEnv, apply_mirror, learner_mirror, learn
 logger = logging.getLogger(__name__)
 
 
-class SAC:
+class SAC(ScheduleFromConfig):
     """Soft Actor-Critic (Haarnoja et al. 2018, arXiv 1801.01290 / 1812.05905) with automatic
     temperature, twin critics with Polyak-averaged targets, delayed actor updates (FastSAC,
     arXiv 2512.01996) and a replay buffer on the learner device.
@@ -140,21 +140,6 @@ class SAC:
         self._setup_compile()
 
     # -- What a runner reads (unilab_rl.learner.Learner) ---------------------------------------
-
-    @property
-    def learning_starts(self) -> int:
-        """Iterations of uniform-random actions before the first update (``cfg.learning_starts``)."""
-        return self.cfg.learning_starts
-
-    @property
-    def updates_per_iteration(self) -> int:
-        """Critic updates per iteration (``cfg.num_updates``)."""
-        return self.cfg.num_updates
-
-    @property
-    def batch_size(self) -> int:
-        """Transitions per gradient update (``cfg.batch_size``)."""
-        return self.cfg.batch_size
 
     # -- Acting -----------------------------------------------------------------------------
 
