@@ -50,7 +50,8 @@ def test_an_unregistered_description_steps_in_the_task():
     assert result.ok and "task:g1_walk_flat" in result.passed
 
 
-def test_the_registry_refuses_an_inconsistent_description():
+def test_the_registry_refuses_an_inconsistent_description(monkeypatch):
+    monkeypatch.delenv("UNILAB_STRICT_PLUGINS", raising=False)  # lenient: failures are recorded, not raised
     registry = PluginRegistry("unilab_robots", hookspecs, "unilab_register_robots", "robot",
                               plugins._validate_robot)
     drives = dict(G1.drives)
