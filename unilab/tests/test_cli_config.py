@@ -30,3 +30,13 @@ def test_bad_key_is_the_train_error():
     result = config("--algo", "sac", "--task", "g1_walk_flat", "training.num_env=8")
     assert result.returncode == 2
     assert "did you mean 'training.num_envs'" in result.stderr and result.stdout == ""
+
+
+def test_a_combination_train_refuses_is_refused_here_too():
+    for overrides, text in (
+        (["runtime.mode=async", "runtime.num_collectors=3"], "must be divisible by runtime.num_collectors"),
+        (["algo.buffer_size_per_env=5"], "algo.buffer_size_per_env=5 is smaller than algo.learning_starts=10"),
+    ):
+        result = config("--algo", "sac", "--task", "g1_walk_flat", "--preset", "laptop", *overrides)
+        lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+        assert result.returncode == 2 and result.stdout == "" and len(lines) == 1 and text in lines[0], result.stderr

@@ -93,6 +93,24 @@ def test_progress_lines_when_stdout_is_not_a_terminal():
     assert len(out.getvalue().splitlines()) == 5  # every update once the interval has passed
 
 
+def test_progress_lines_of_a_resumed_run_count_from_its_start(monkeypatch):
+    import io
+
+    from unilab import progress as progress_mod
+
+    now = [100.0]
+    monkeypatch.setattr(progress_mod.time, "monotonic", lambda: now[0])
+    out = io.StringIO()
+    progress = progress_mod.LineProgress(total=320, num_envs=32, every_s=3600.0, stream=out, start=300)
+    for i in range(301, 321):
+        now[0] = 100.5 if i == 301 else 110.5 if i == 320 else 105.0  # the first line at 0.5 s, the last at 10.5 s
+        progress.update(i, {}, {})
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("train 301/320 ")
+    # 20 iterations of 32 envs in the 10 s since the first line, not 320 iterations' worth
+    assert lines[1].startswith("train 320/320 (100%): 61 env steps/s")
+
+
 @pytest.mark.parametrize("sig, status, code", [(signal.SIGINT, "interrupted", 130),
                                                (signal.SIGTERM, "terminated", 143)])
 def test_signal_stops_with_checkpoint_and_no_child_left(tmp_path, sig, status, code):

@@ -189,15 +189,18 @@ class RunPlan:
 
 
 def plan(algo: str, task: str, sim: str, algo_reg, task_reg, backend_reg, cfg: BaseModel,
-         dctx: ddp.DistContext) -> RunPlan:
+         dctx: ddp.DistContext, settings: tuple[Any, RuntimeConfig] | None = None) -> RunPlan:
     """Check everything that can be checked without building (device, CUDA graphs, log directory,
     the checkpoint to resume, async against a device-native backend), seed the process, size the
     threads and make the env factory.
 
+    Args:
+        settings: :func:`algo_settings` of ``cfg`` when the caller made them already.
+
     Raises:
         UserError: what cannot work, naming the key.
     """
-    algo_cfg, runtime = algo_settings(algo_reg, cfg)
+    algo_cfg, runtime = settings if settings is not None else algo_settings(algo_reg, cfg)
     if runtime.cuda_graph is True:
         name = str(dctx.device) if dctx.device is not None else cfg.training.device
         if not (name.startswith("cuda") or (name == "auto" and torch.cuda.is_available())):

@@ -287,14 +287,17 @@ def show_config(
     """Print the resolved config of a train command (YAML, every key) and the task's presets.
 
     Takes the arguments of 'unilab train', builds nothing, writes nothing: code defaults, the
-    owner YAML, the preset and the overrides, checked as train checks them.
+    owner YAML, the preset and the overrides, every key and value checked as train checks them
+    before it builds (files such as robot.mjcf and env.motion.file are opened by train).
     """
     import yaml
 
+    from unilab.build import algo_settings
     from unilab.train import UserError, prepare
 
     try:
-        _, task_reg, _, cfg = prepare(algo, task, sim, overrides or [], preset)
+        algo_reg, task_reg, _, cfg = prepare(algo, task, sim, overrides or [], preset)
+        algo_settings(algo_reg, cfg)
     except UserError as exc:
         _fail(str(exc))
     typer.echo(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False).rstrip())

@@ -46,17 +46,19 @@ class LineProgress:
     245.0, 60 s elapsed``. Env steps/s is measured since the previous line (since the start when
     that was less than a second ago); the reward and
     episode length are the latest the learner reported (``-`` before the first episode ended).
+    ``start`` is the iteration the run starts from (a resumed run's checkpoint): rates and the
+    first line count from there.
     """
 
-    def __init__(self, total: int, num_envs: int, every_s: float = 10.0, stream=None) -> None:
+    def __init__(self, total: int, num_envs: int, every_s: float = 10.0, stream=None, start: int = 0) -> None:
         self._total, self._num_envs, self._every_s = total, num_envs, every_s
         self._stream = stream
         self._t0 = self._last_t = time.monotonic()
-        self._last_iteration = 0
+        self._start = self._last_iteration = start
 
     def update(self, iteration: int, metrics: dict[str, float], stats: dict[str, Any] | None = None) -> None:
         now = time.monotonic()
-        if not (iteration == 1 or iteration >= self._total or now - self._last_t >= self._every_s):
+        if not (iteration == self._start + 1 or iteration >= self._total or now - self._last_t >= self._every_s):
             return
         stats = stats or {}
         # The async learner takes a block of iterations at once: over less than a second the
@@ -64,7 +66,7 @@ class LineProgress:
         if now - self._last_t >= 1.0:
             rate = (iteration - self._last_iteration) * self._num_envs / (now - self._last_t)
         else:
-            rate = iteration * self._num_envs / max(now - self._t0, 1e-9)
+            rate = (iteration - self._start) * self._num_envs / max(now - self._t0, 1e-9)
         reward, length = stats.get("final_mean_reward"), stats.get("mean_episode_length")
         line = (
             f"train {iteration}/{self._total} ({100 * iteration // max(self._total, 1)}%): "
@@ -79,11 +81,13 @@ class LineProgress:
         pass
 
 
-def make_progress(flag: bool | None, total: int, num_envs: int = 1) -> BarProgress | LineProgress | None:
+def make_progress(flag: bool | None, total: int, num_envs: int = 1,
+                  start: int = 0) -> BarProgress | LineProgress | None:
     """``training.progress``: true, a progress bar; false, nothing; unset, a bar in a terminal and
-    plain lines (:class:`LineProgress`) when stdout is a file or a pipe."""
+    plain lines (:class:`LineProgress`, counting from iteration ``start``) when stdout is a file or
+    a pipe."""
     if flag is None:
-        return BarProgress(total) if sys.stdout.isatty() else LineProgress(total, num_envs)
+        return BarProgress(total) if sys.stdout.isatty() else LineProgress(total, num_envs, start=start)
     return BarProgress(total) if flag else None
 
 

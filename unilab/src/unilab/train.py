@@ -53,13 +53,13 @@ def train(
         RunFailed: the machine failed the run (a full disk), after recording it.
     """
     algo_reg, task_reg, backend_reg, cfg = prepare(algo, task, sim, overrides or [], preset)
-    algo_settings(algo_reg, cfg)  # every value checked before any process group or file exists
+    settings = algo_settings(algo_reg, cfg)  # every value checked before any process group or file exists
     try:  # joins the process group when this process is one of several ranks (torchrun)
         dctx = ddp.setup(cfg.training.devices, cfg.training.device, cfg.sim.cpu_ids)
     except ddp.DevicesError as exc:
         raise UserError(str(exc)) from None
     try:
-        p = plan(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, dctx)
+        p = plan(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, dctx, settings)
         run_dir = _train(p, argv)
     finally:
         dctx.close()
@@ -120,7 +120,7 @@ def _learn_into(run_dir: Path, summary: runs.RunSummary, p: RunPlan, env, learne
     hooks = RunDirHooks(
         run_dir, learner, {"algo": p.algo, "task": p.task, "config": p.cfg.model_dump(mode="json")},
         training.keep_checkpoints, summary, make_progress(training.progress, training.max_iterations,
-                                                          steps_per_iteration),
+                                                          steps_per_iteration, start=learner.iteration),
         interrupts, p.dctx, training.log_interval, training.max_iterations,
     )
     evaluator = TrainingEvaluator.for_run(p.cfg, p.task_reg, run_dir, steps_per_iteration, hooks.writer, summary.update)

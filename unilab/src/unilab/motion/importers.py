@@ -210,6 +210,8 @@ def detect_layout(path: str | os.PathLike[str]) -> str:
     if zipfile.is_zipfile(path):
         with _open_npz(path) as data:
             return _npz_layout(path, data)[0]
+    if path.suffix.lower() == ".npz":  # named an archive, but not one: say so, not what a CSV lacks
+        raise MotionFormatError(path, "file", "expected a numpy .npz archive (a zip of .npy arrays); it is not one")
     with path.open("rb") as f:
         head = f.read(4096)
     try:
