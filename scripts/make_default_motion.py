@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate, validate and save the default g1_motion_tracking clip (decision 5: our own data).
+"""Generate, validate and save the default g1_motion_tracking clip (made here: no third-party motion data, see NOTICE).
 
 The motion is written in joint space at 50 fps: 6 s starting and ending at rest in the default
 ``knees_bent`` pose, with two squats (hip pitch -s, knee +2s, ankle pitch -s keep the feet flat

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Generate the whole-body clips of the shipped motion set by inverse kinematics on our G1
-(decision 5: our own data), check each with ``unilab motion inspect`` and save them.
+(made here: no third-party motion data, see NOTICE), check each with ``unilab motion inspect`` and save them.
 
 Clips (50 fps, start and end at rest, both feet flat and fixed on the floor):
 

@@ -19,7 +19,7 @@ installs every package in editable mode in one pip call, with the pins of the ma
 
 - versions: ``pyproject.toml`` vs the manifest (a bump not reflected), installed vs ``pyproject.toml``
   (not re-synced); the installed distribution comes from the workspace path, editable, and no other
-  copy of it is visible (decision 8: same-named packages exist on PyPI);
+  copy of it is visible (same-named packages exist on PyPI);
 - commits: a git package's checkout is at its pin; an in-repository package pinned at a commit has
   no later commit touching its folder (a stale pin). Uncommitted changes are a warning (``--clean``
   makes them a problem) and are recorded in every run's ``run_config.json``;

@@ -1,7 +1,7 @@
 """Pick the learner device: cuda, then xpu, then mps, then cpu.
 
-The order and the "never fall back silently" rule are project decision 4
-(``shared/design/decisions.md``): a device the user names but the machine lacks is an error.
+The order is fixed and nothing falls back silently: a device the user names but the machine lacks
+is an error.
 """
 
 from __future__ import annotations

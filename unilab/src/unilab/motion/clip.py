@@ -1,4 +1,4 @@
-"""Motion clips: the BeyondMimic-style npz that also stores joint and body names (decision 5).
+"""Motion clips: the BeyondMimic-style npz that also stores joint and body names, so both are matched by name.
 
 Keys (T frames, J joints, B bodies; float32 unless noted):
 
