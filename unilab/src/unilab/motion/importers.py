@@ -211,7 +211,8 @@ def detect_layout(path: str | os.PathLike[str]) -> str:
         with _open_npz(path) as data:
             return _npz_layout(path, data)[0]
     if path.suffix.lower() == ".npz":  # named an archive, but not one: say so, not what a CSV lacks
-        raise MotionFormatError(path, "file", "expected a numpy .npz archive (a zip of .npy arrays); it is not one")
+        raise MotionFormatError(path, "file", f"is named .npz but is no numpy .npz archive (a zip of .npy arrays); "
+                                              f"{_EXPECTED}")
     with path.open("rb") as f:
         head = f.read(4096)
     try:
