@@ -11,21 +11,12 @@ from unilab_rl.async_runtime.collector import COLLECTOR_PHASES
 from unilab_rl.async_runtime.processes import CollectorPool, collector_policy_device
 from unilab_rl.async_runtime.transport import CollectorDied, flat_state
 from unilab_rl.learner import Learner, missing_members
-from unilab_rl.runner.loop import (
-    Episodes,
-    EpisodeViews,
-    FunctionHooks,
-    LearnSummary,
-    RunBook,
-    RunnerHooks,
-    draw_seed,
-    loop_settings,
-)
+from unilab_rl.runner.loop import LearnSummary, RunBook, RunnerBase, RunnerHooks
 from unilab_rl.runtime import RuntimeConfig
 from unilab_rl.vecenv import VecEnv
 
 
-class AsyncOffPolicyRunner(EpisodeViews):
+class AsyncOffPolicyRunner(RunnerBase):
     """Off-policy training with collection in separate processes (see :mod:`unilab_rl.async_runtime`).
 
     Args:
@@ -82,19 +73,14 @@ class AsyncOffPolicyRunner(EpisodeViews):
                 f"num_envs={algo.num_envs} must be divisible by runtime.num_collectors * runtime.collector_shards "
                 f"= {self.runtime.num_collectors} * {self.runtime.collector_shards}"
             )
-        episode_window = loop_settings(log_interval, checkpoint_interval, episode_window, algo.num_envs)
+        super().__init__(algo, algo.num_envs, hooks=hooks, log_fn=log_fn, checkpoint_fn=checkpoint_fn,
+                         log_interval=log_interval, checkpoint_interval=checkpoint_interval,
+                         episode_window=episode_window, seed=seed, steps_per_iteration=steps_per_iteration,
+                         goal_episode_length=goal_episode_length)
         self.policy_device = collector_policy_device(self.runtime.policy_device, algo.device)
         self.env_fn = env_fn
         self.env_seed = env_seed
-        self.algo = algo
-        self.hooks = FunctionHooks(hooks, log_fn, checkpoint_fn) if (log_fn or checkpoint_fn) else hooks
-        self.log_interval = log_interval
-        self.checkpoint_interval = checkpoint_interval
         self.start_timeout_s = start_timeout_s
-        self.episodes = Episodes(episode_window)
-        self.steps_per_iteration = steps_per_iteration or algo.num_envs
-        self.goal_episode_length = goal_episode_length
-        self.seed = draw_seed() if seed is None else seed
         self.transfer = {"blocks": 0, "bytes_to_learner": 0, "weight_broadcasts": 0, "weight_bytes": 0,
                          "weight_pulls": 0, "pinned": 0}
         self.summary = LearnSummary(runtime="async", policy_device=self.policy_device)
@@ -144,17 +130,10 @@ class AsyncOffPolicyRunner(EpisodeViews):
             CollectorDied: a collector exited, raised, or sent nothing within ``start_timeout_s``.
             FloatingPointError: a learner metric became NaN or infinite.
         """
-        if num_iterations < 0:
-            raise ValueError(f"num_iterations must be >= 0, got {num_iterations}")
         algo = self.algo
-        if start_iteration is not None:
-            algo.iteration = start_iteration
-        hooks = FunctionHooks(self.hooks, on_iteration=on_iteration) if on_iteration else self.hooks
-        self.summary = LearnSummary(runtime="async", policy_device=self.policy_device,
-                                    collector_phase_time_s=dict.fromkeys(COLLECTOR_PHASES, 0.0))
-        book = RunBook(algo, hooks, self.summary, self.episodes, num_iterations=num_iterations,
-                       log_interval=self.log_interval, checkpoint_interval=self.checkpoint_interval,
-                       steps_per_iteration=self.steps_per_iteration, goal_episode_length=self.goal_episode_length)
+        book = self._open_book(num_iterations, start_iteration, on_iteration, LearnSummary(
+            runtime="async", policy_device=self.policy_device,
+            collector_phase_time_s=dict.fromkeys(COLLECTOR_PHASES, 0.0)))
         env_seed = self.seed if self.env_seed is None else self.env_seed
         self._blocks = None
         self.pool = CollectorPool(self.env_fn, algo, self.runtime, self.policy_device, self.seed, env_seed,

@@ -211,10 +211,32 @@ class Episodes:
         self.log = EpisodeLogWindow(window)
 
 
-class EpisodeViews:
-    """What both runners expose of their finished episodes (:class:`Episodes`, in ``self.episodes``)."""
+class RunnerBase:
+    """What both runners share: the loop settings, the finished-episode windows (across
+    ``learn`` calls) and the opening of each call's :class:`RunBook`.
 
-    episodes: Episodes
+    Args:
+        algo: the learner; num_envs: envs stepped per iteration.
+        hooks, log_fn, checkpoint_fn, log_interval, checkpoint_interval, episode_window, seed,
+            steps_per_iteration, goal_episode_length: as :class:`~unilab_rl.runner.OffPolicyRunner`.
+
+    Raises:
+        ValueError: an interval or window out of range.
+    """
+
+    def __init__(self, algo: Any, num_envs: int, *, hooks: RunnerHooks | None,
+                 log_fn: Callable[[int, dict[str, float]], None] | None,
+                 checkpoint_fn: Callable[[int], None] | None, log_interval: int, checkpoint_interval: int,
+                 episode_window: int | None, seed: int | None, steps_per_iteration: int | None,
+                 goal_episode_length: int | None) -> None:
+        window = loop_settings(log_interval, checkpoint_interval, episode_window, num_envs)
+        self.algo = algo
+        self.hooks = FunctionHooks(hooks, log_fn, checkpoint_fn) if (log_fn or checkpoint_fn) else hooks
+        self.log_interval, self.checkpoint_interval = log_interval, checkpoint_interval
+        self.episodes = Episodes(window)
+        self.steps_per_iteration = steps_per_iteration or num_envs
+        self.goal_episode_length = goal_episode_length
+        self.seed = draw_seed() if seed is None else seed
 
     @property
     def episode_returns(self) -> deque[float]:
@@ -225,6 +247,24 @@ class EpisodeViews:
     def episode_lengths(self) -> deque[int]:
         """The last finished episodes' lengths in env steps, newest last."""
         return self.episodes.lengths
+
+    def _open_book(self, num_iterations: int, start_iteration: int | None,
+                   on_iteration: Callable[[int, dict[str, float]], None] | None, summary: LearnSummary) -> RunBook:
+        """Check ``num_iterations``, set the counter, keep ``summary`` as :attr:`summary` and
+        return the call's book (``on_iteration`` after the hooks' own).
+
+        Raises:
+            ValueError: ``num_iterations`` < 0.
+        """
+        if num_iterations < 0:
+            raise ValueError(f"num_iterations must be >= 0, got {num_iterations}")
+        if start_iteration is not None:
+            self.algo.iteration = start_iteration
+        hooks = FunctionHooks(self.hooks, on_iteration=on_iteration) if on_iteration else self.hooks
+        self.summary = summary
+        return RunBook(self.algo, hooks, summary, self.episodes, num_iterations=num_iterations,
+                       log_interval=self.log_interval, checkpoint_interval=self.checkpoint_interval,
+                       steps_per_iteration=self.steps_per_iteration, goal_episode_length=self.goal_episode_length)
 
 
 class RunBook:
@@ -476,5 +516,5 @@ def draw_seed() -> int:
     return int(torch.randint(0, 2**62, (1,)).item())
 
 
-__all__ = ["STATUSES", "EpisodeLogWindow", "EpisodeViews", "Episodes", "FunctionHooks", "LearnSummary", "RunBook",
+__all__ = ["STATUSES", "EpisodeLogWindow", "RunnerBase", "Episodes", "FunctionHooks", "LearnSummary", "RunBook",
            "RunnerHooks", "StopTraining", "classify", "draw_seed", "loop_settings"]

@@ -8,20 +8,11 @@ from collections.abc import Callable
 import torch
 
 from unilab_rl.learner import Learner
-from unilab_rl.runner.loop import (
-    Episodes,
-    EpisodeViews,
-    FunctionHooks,
-    LearnSummary,
-    RunBook,
-    RunnerHooks,
-    draw_seed,
-    loop_settings,
-)
+from unilab_rl.runner.loop import LearnSummary, RunBook, RunnerBase, RunnerHooks
 from unilab_rl.vecenv import VecEnv
 
 
-class OffPolicyRunner(EpisodeViews):
+class OffPolicyRunner(RunnerBase):
     """Runs an off-policy :class:`~unilab_rl.learner.Learner` on a :class:`~unilab_rl.vecenv.VecEnv`.
 
     One iteration is one env step of all envs plus the learner's gradient updates for it. The
@@ -69,19 +60,14 @@ class OffPolicyRunner(EpisodeViews):
         steps_per_iteration: int | None = None,
         goal_episode_length: int | None = None,
     ) -> None:
-        episode_window = loop_settings(log_interval, checkpoint_interval, episode_window, env.num_envs)
+        super().__init__(algo, env.num_envs, hooks=hooks, log_fn=log_fn, checkpoint_fn=checkpoint_fn,
+                         log_interval=log_interval, checkpoint_interval=checkpoint_interval,
+                         episode_window=episode_window, seed=seed, steps_per_iteration=steps_per_iteration,
+                         goal_episode_length=goal_episode_length)
         self.env = env
-        self.algo = algo
-        self.hooks = FunctionHooks(hooks, log_fn, checkpoint_fn) if (log_fn or checkpoint_fn) else hooks
-        self.log_interval = log_interval
-        self.checkpoint_interval = checkpoint_interval
-        self.episodes = Episodes(episode_window)
-        self.steps_per_iteration = steps_per_iteration or env.num_envs
-        self.goal_episode_length = goal_episode_length
         self._obs: dict[str, torch.Tensor] | None = None
         self._current_return = torch.zeros(env.num_envs, device=env.device)
         self._current_length = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
-        self.seed = draw_seed() if seed is None else seed
         self._action_generator = torch.Generator().manual_seed(self.seed)
         self.summary = LearnSummary(runtime="sync")
 
@@ -122,16 +108,7 @@ class OffPolicyRunner(EpisodeViews):
             KeyError: the env's ``extras`` lacks ``"final_obs"``.
             FloatingPointError: a learner metric became NaN or infinite.
         """
-        if num_iterations < 0:
-            raise ValueError(f"num_iterations must be >= 0, got {num_iterations}")
-        env, algo = self.env, self.algo
-        if start_iteration is not None:
-            algo.iteration = start_iteration
-        hooks = FunctionHooks(self.hooks, on_iteration=on_iteration) if on_iteration else self.hooks
-        self.summary = LearnSummary(runtime="sync")
-        book = RunBook(algo, hooks, self.summary, self.episodes, num_iterations=num_iterations,
-                       log_interval=self.log_interval, checkpoint_interval=self.checkpoint_interval,
-                       steps_per_iteration=self.steps_per_iteration, goal_episode_length=self.goal_episode_length)
+        book = self._open_book(num_iterations, start_iteration, on_iteration, LearnSummary(runtime="sync"))
         return book.run(lambda: self._loop(num_iterations, book))
 
     def _loop(self, num_iterations: int, book: RunBook) -> None:
