@@ -40,22 +40,14 @@ import numpy as np
 
 from unilab.motion import fk_motion
 from unilab.motion.inspect import inspect_motion
+from unilab.tasks.g1_motion_tracking.env_cfg import TRACKED_BODIES
 from unilab.robots import g1
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "unilab/src/unilab/tasks/g1_motion_tracking/motions"
 FPS = 50.0
 COL = {name: 7 + i for i, name in enumerate(g1.G1_JOINT_NAMES)}
-TRACKED_BODIES = (
-    "pelvis",
-    "left_hip_roll_link", "left_knee_link", "left_ankle_roll_link",
-    "right_hip_roll_link", "right_knee_link", "right_ankle_roll_link",
-    "torso_link",
-    "left_shoulder_roll_link", "left_elbow_link", "left_wrist_yaw_link",
-    "right_shoulder_roll_link", "right_elbow_link", "right_wrist_yaw_link",
-)  # fmt: skip
-"""The bodies the task tracks (``g1_motion_tracking.env_cfg.TRACKED_BODIES``); only these are
-stored, the rest follow from the joints by forward kinematics."""
+# Only the bodies the task tracks are stored; the rest follow from the joints by forward kinematics.
 
 
 def smooth_step(x: np.ndarray) -> np.ndarray:

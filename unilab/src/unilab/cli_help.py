@@ -70,32 +70,27 @@ def _clean_params(params: list[Any]) -> None:
             param.help = reflow(param.help)
 
 
-class HelpCommand(TyperCommand):
+class _CleanHelp:
+    """The help of a command or group, cleaned (module docstring): descriptions reflowed, the
+    parameters' metavars set. Mixed in before the Typer class."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = reflow(self.help)
+        self.short_help = reflow(self.short_help)
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)
+        _clean_params(params)
+        return params
+
+
+class HelpCommand(_CleanHelp, TyperCommand):
     """A ``unilab`` command whose help reads cleanly (module docstring)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.help = reflow(self.help)
-        self.short_help = reflow(self.short_help)
 
-    def get_params(self, ctx: Any) -> list[Any]:
-        params = super().get_params(ctx)
-        _clean_params(params)
-        return params
-
-
-class HelpGroup(TyperGroup):
+class HelpGroup(_CleanHelp, TyperGroup):
     """A ``unilab`` command group whose help reads cleanly (module docstring)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.help = reflow(self.help)
-        self.short_help = reflow(self.short_help)
-
-    def get_params(self, ctx: Any) -> list[Any]:
-        params = super().get_params(ctx)
-        _clean_params(params)
-        return params
 
 
 __all__ = ["HelpCommand", "HelpGroup", "reflow"]
