@@ -43,7 +43,8 @@ def reference_terms(env) -> dict[str, torch.Tensor]:
         "track_linear_velocity": torch.exp(
             -(((cmd[:, :2] - lin_b[:, :2]) ** 2).sum(1) + lin_b[:, 2] ** 2) / 0.25
         ),
-        "track_angular_velocity": torch.exp(-((cmd[:, 2] - ang_b[:, 2]) ** 2 + (ang_b[:, :2] ** 2).sum(1)) / 0.5),
+        "track_angular_velocity": torch.exp(-((cmd[:, 2] - ang_b[:, 2]) ** 2) / 0.25),
+        "ang_vel_xy": (ang_b[:, :2] ** 2).sum(1),
         "upright": torch.exp(-(g_torso[:, :2] ** 2).sum(1) / 0.2),
         "pose": torch.exp(-(err**2 / std**2).mean(1)),
         "orientation_l2": (g_base[:, :2] ** 2).sum(1),

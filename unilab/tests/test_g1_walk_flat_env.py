@@ -109,7 +109,7 @@ def test_episode_logs_name_every_reward_and_termination_term():
     assert rewards == {
         "track_linear_velocity", "track_angular_velocity", "upright", "pose", "body_ang_vel",
         "angular_momentum", "action_rate_l2", "joint_pos_limits", "foot_clearance", "foot_slip",
-        "self_collisions", "alive", "feet_phase", "orientation_l2", "pose_l2",
+        "self_collisions", "alive", "feet_phase", "orientation_l2", "pose_l2", "ang_vel_xy",
     }  # fmt: skip
     terminations = {k.split("/", 1)[1] for k in log if k.startswith("Episode_Termination/")}
     assert terminations == {"time_out", "fell_over", "nan_state"}

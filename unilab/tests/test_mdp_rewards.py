@@ -23,10 +23,12 @@ JOINTS = list(g1.G1_JOINT_NAMES)
 
 
 # mjlab's recipe alone: the code default without holosoma's gait clock, alive bonus, posture
-# penalties and penalty curriculum
+# and roll/pitch-rate penalties, yaw-only kernel and penalty curriculum, at mjlab's weights
 MJLAB = {
     "gait": {"enabled": False}, "penalty_curriculum": {"enabled": False},
-    "rewards": {"alive": 0.0, "feet_phase": 0.0, "orientation_l2": 0.0, "pose_l2": 0.0},
+    "tracking": {"ang_vel_kernel": "coupled"},
+    "rewards": {"alive": 0.0, "feet_phase": 0.0, "orientation_l2": 0.0, "pose_l2": 0.0,
+                "ang_vel_xy": 0.0, "track_linear_velocity": 2.0},
 }  # fmt: skip
 
 
@@ -197,12 +199,11 @@ def test_reward_is_weight_times_dt_times_terms_and_episode_sums_log(env):
 
 @pytest.fixture(scope="module")
 def holosoma_env():
-    """g1_walk_flat's code default (holosoma's quadratic posture penalties on) with holosoma's
-    yaw-only tracking kernel and roll/pitch-rate penalty switched on."""
+    """g1_walk_flat's code default: holosoma's quadratic posture penalties, yaw-only tracking
+    kernel and roll/pitch-rate penalty on."""
     cfg = G1WalkFlatConfig(
         reset_yaw_rad=0.0, reset_xy_m=0.0, reset_z_m=(0.0, 0.0), observation_noise=False,
         domain_randomization={"enabled": False}, push={"enabled": False},
-        tracking={"ang_vel_kernel": "yaw"}, rewards={"ang_vel_xy": -1.0},
     )  # fmt: skip
     e = make_env(cfg, backend_cls=MujocoBackend, num_envs=N, nthread=1, seed=0)
     yield e

@@ -4,7 +4,8 @@ The code defaults are the recipe every algorithm trains by default: mjlab's
 ``Mjlab-Velocity-Flat-Unitree-G1`` (mujocolab/mjlab v1.6.0, ``tasks/velocity``) trimmed for CPU
 training, plus from holosoma's G1 locomotion (amazon-far/holosoma@3d1e63e,
 ``config_values/loco/g1``) the alive bonus, the penalty curriculum, the gait clock with its
-``feet_phase`` reward and the quadratic posture penalties. With actions bounded by the joint limits,
+``feet_phase`` reward, the quadratic posture penalties and the yaw-only angular-velocity kernel
+with its roll/pitch-rate penalty (:class:`TrackingConfig`). With actions bounded by the joint limits,
 SAC reaches postures where mjlab's exp posture kernels (``upright``, ``pose``) are flat; the
 quadratic penalties keep a gradient there.
 """
@@ -89,17 +90,22 @@ class CommandsConfig(BaseModel):
 class TrackingConfig(BaseModel):
     """Widths of the velocity-tracking kernels and the form of the angular one.
 
-    ``ang_vel_kernel``: ``coupled`` is mjlab's exp(-((w_z - cmd_wz)^2 + |w_xy|^2) / ang_vel_std^2),
-    yaw error and roll/pitch rate in one exponent, so the yaw reward collapses while the base
-    rocks (pal-robotics/pal_mjlab PR #81); ``yaw`` is holosoma's exp(-(w_z - cmd_wz)^2 /
-    yaw_std^2) (``tracking_ang_vel``, tracking_sigma 0.25 = yaw_std^2), usually paired with a
-    separate roll/pitch-rate penalty ``env.rewards.ang_vel_xy`` (holosoma
-    ``penalty_ang_vel_xy`` -1.0)."""
+    ``ang_vel_kernel``: ``yaw`` (the default) is holosoma's exp(-(w_z - cmd_wz)^2 / yaw_std^2)
+    (``tracking_ang_vel``, tracking_sigma 0.25 = yaw_std^2), paired with the separate
+    roll/pitch-rate penalty ``env.rewards.ang_vel_xy`` (holosoma ``penalty_ang_vel_xy`` -1.0);
+    ``coupled`` is mjlab's exp(-((w_z - cmd_wz)^2 + |w_xy|^2) / ang_vel_std^2), yaw error and
+    roll/pitch rate in one exponent, so the yaw reward collapses while the base rocks
+    (pal-robotics/pal_mjlab PR #81). With the coupled kernel SAC policies turned at 0.4-0.9 of
+    a 1 rad/s command; with the yaw kernel at 0.99-1.04 (docs/benchmarks.md, "Walking on
+    command"). ``lin_vel_std`` keeps mjlab's width, a wide basin from standing still, and
+    ``env.rewards.track_linear_velocity`` (4.0, twice mjlab's) doubles the pull near the
+    command instead of narrowing the kernel: a 0.35 m/s width left one of two seeds unable to
+    walk forwards."""
 
     model_config = ConfigDict(extra="forbid")
     lin_vel_std: float = Field(0.5, gt=0.0, description="track_linear_velocity width, m/s (mjlab 0.5)")
     ang_vel_kernel: Literal["coupled", "yaw"] = Field(
-        "coupled", description="coupled: yaw error + roll/pitch rate (mjlab); yaw: yaw error only (holosoma)"
+        "yaw", description="yaw: yaw error only (holosoma); coupled: yaw error + roll/pitch rate (mjlab)"
     )
     ang_vel_std: float = Field(
         math.sqrt(0.5), gt=0.0, description="coupled kernel width, rad/s (mjlab sqrt(0.5))"
@@ -113,19 +119,20 @@ class RewardWeights(BaseModel):
 
     Values from mjlab ``Mjlab-Velocity-Flat-Unitree-G1`` (v1.6.0 ``tasks/velocity/
     velocity_env_cfg.py``, ``config/g1/env_cfgs.py``), plus holosoma's G1 ``alive``,
-    ``feet_phase``, ``penalty_orientation`` and ``pose`` (holosoma 0.0.3
-    ``config_values/loco/g1/``, ``managers/reward/terms/locomotion.py``).
+    ``feet_phase``, ``penalty_ang_vel_xy``, ``penalty_orientation`` and ``pose`` (holosoma 0.0.3
+    ``config_values/loco/g1/``, ``managers/reward/terms/locomotion.py``), with
+    ``track_linear_velocity`` at twice mjlab's weight (:class:`TrackingConfig`).
     """
 
     model_config = ConfigDict(extra="forbid")
     track_linear_velocity: float = Field(
-        2.0, description="exp(-(|v_xy - cmd_xy|^2 + v_z^2) / env.tracking.lin_vel_std^2)"
+        4.0, description="exp(-(|v_xy - cmd_xy|^2 + v_z^2) / env.tracking.lin_vel_std^2)"
     )
     track_angular_velocity: float = Field(
         2.0, description="the env.tracking.ang_vel_kernel kernel of the yaw-rate command"
     )
     ang_vel_xy: float = Field(
-        0.0, description="pelvis |w_xy|^2, roll/pitch rate (holosoma penalty_ang_vel_xy: -1.0; off)"
+        -1.0, description="pelvis |w_xy|^2, roll/pitch rate (holosoma penalty_ang_vel_xy -1.0)"
     )
     upright: float = Field(1.0, description="torso exp(-|g_xy|^2 / 0.2)")
     pose: float = Field(1.0, description="variable posture, per-joint std by speed regime")
