@@ -102,12 +102,31 @@ def test_frame_ranges():
     assert format_frames([1, 2, 3, 10]) == "frames 1-3, 10"
 
 
+STEPPING = ("walk_forward", "walk_backward", "sidestep", "turn_in_place", "start_stop")
+
+
 def test_every_shipped_clip_passes_inspect():
     folder = Path(DEFAULT_MOTION).parent
     clips = sorted(folder.glob("*.npz"))
-    assert {p.stem for p in clips} >= {"default", "squat", "reach", "twist", "lunge"}
+    assert {p.stem for p in clips} == {"default", "squat", "reach", "twist", "lunge", *STEPPING}
     assert sum(p.stat().st_size for p in clips) < 4 * 2**20  # the set stays a few MB
     for path in clips:
         clip = load_motion(path, joint_names=g1.G1_JOINT_NAMES, joint_limits=g1.JOINT_RANGE)
         assert clip.fps == 50.0 and clip.duration_s <= 10.0, path.name  # one episode from frame 0
-        assert inspect_motion(clip).warnings == [], path.name
+        report = inspect_motion(clip)
+        assert not report.feet_penetration.frames and not report.other_penetration.frames, path.name
+        assert report.feet_penetration.max_depth_mm < report.thresholds.floor_tolerance_m * 1e3, path.name
+        assert not report.floating_frames and not report.root_fast_frames, path.name
+        assert not any(frames for _, _, frames in report.joint_speed.values()), path.name
+        if path.stem not in STEPPING:  # made by inverse kinematics: nothing to warn about
+            assert report.warnings == [], path.name
+            continue
+        # recorded from the simulated walker: its ankle pitch reaches the soft limit (within the
+        # hard limits' tolerance) and its ankles brush each other in a few frames of a sidestep
+        tol = report.thresholds.hard_limit_tolerance_rad
+        assert all(a >= lo - tol and b <= hi + tol for _, a, b, lo, hi in report.hard_limits), path.name
+        assert {row[0] for row in report.hard_limits + report.soft_limits} <= {
+            "left_ankle_pitch_joint", "right_ankle_pitch_joint"}, path.name
+        assert all(c.what == "left_ankle_roll_link / right_ankle_roll_link" and len(c.frames) <= 3
+                   and c.max_depth_mm < 10.0 for c in report.self_collisions), path.name  # fmt: skip
+        assert "command_vel" in np.load(path).files, path.name

@@ -164,4 +164,5 @@ def test_shipped_names_the_whole_shipped_set():
     names = [c.name for c in e.commands["motion"].clips]
     e.close()
     assert names == sorted(p.stem for p in Path(DEFAULT_MOTION).parent.glob("*.npz"))
-    assert {"default", "squat", "reach", "twist", "lunge"} <= set(names)
+    assert set(names) == {"default", "squat", "reach", "twist", "lunge",
+                          "walk_forward", "walk_backward", "sidestep", "turn_in_place", "start_stop"}

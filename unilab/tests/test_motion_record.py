@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from unilab.motion import MotionFormatError, load_motion
+from unilab.motion import MotionFormatError, foot_floor_depth, load_motion
 from unilab.motion.record import read_command_script
 from unilab.robots import g1
 
@@ -40,6 +40,7 @@ def test_record_writes_a_clip_with_the_scripted_commands(walk_run, tmp_path):
                  "--out", str(tmp_path / "rec.npz"), cwd=tmp_path)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "wrote" in result.stdout and "41 frames at 50 fps (0.80 s), 29 joints, 14 bodies" in result.stdout
+    assert "note: --lift-feet:" in result.stdout
     clip = load_motion(tmp_path / "rec.npz", joint_names=g1.G1_JOINT_NAMES, joint_limits=g1.JOINT_RANGE)
     assert clip.fps == 50.0 and clip.num_frames == 41  # the reset frame + 40 steps
     assert clip.body_names[0] == "pelvis" and "torso_link" in clip.body_names
@@ -55,6 +56,9 @@ def test_record_writes_a_clip_with_the_scripted_commands(walk_run, tmp_path):
     assert np.abs(clip.joint_pos[-1] - clip.joint_pos[0]).max() > 1e-3
     fd = (clip.body_pos_w[2:] - clip.body_pos_w[:-2]) * 25.0
     assert np.abs(fd - clip.body_lin_vel_w[1:-1]).max() < 0.2
+    # soles that sank into the floor (soft contact) were lifted out: none is below it
+    qpos = np.concatenate((clip.body_pos_w[:, 0], clip.body_quat_w[:, 0], clip.joint_pos), axis=1)
+    assert foot_floor_depth(qpos).max() < 1e-6
 
 
 def test_record_refuses_bad_input_with_one_line(walk_run, tmp_path):

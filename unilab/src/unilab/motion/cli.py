@@ -43,6 +43,9 @@ def motion_import(
     ),
     z_offset: float = typer.Option(0.0, "--z-offset", help="added to the root height, m"),
     frames: Optional[str] = typer.Option(None, "--frames", help="START:END output frames to keep"),
+    lift_feet: bool = typer.Option(
+        False, "--lift-feet", help="raise the root of each frame whose soles go into the floor by that depth"
+    ),
     robot_mjcf: Optional[str] = typer.Option(
         None, "--robot-mjcf", help="G1 MJCF for forward kinematics (default: the built-in G1)"
     ),
@@ -59,7 +62,8 @@ def motion_import(
 
     try:
         result = import_motion(source, fps=fps, out_fps=out_fps, joint_order=joint_order,
-                               robot_mjcf=robot_mjcf, z_offset=z_offset, frames=frames)
+                               robot_mjcf=robot_mjcf, z_offset=z_offset, frames=frames,
+                               lift_feet=lift_feet)
         clip = result.clip
         validate_motion(clip, joint_names=g1.G1_JOINT_NAMES, joint_limits=g1.JOINT_RANGE)
     except MotionFormatError as exc:
@@ -123,6 +127,10 @@ def motion_record(
     out: str = typer.Option(..., "--out", "-o", help="npz to write"),
     checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="checkpoint in the run (default: model_last.pt)"),
     settle: float = typer.Option(1.0, "--settle", help="s of standing after the reset before recording starts"),
+    lift_feet: bool = typer.Option(
+        True, "--lift-feet/--no-lift-feet",
+        help="raise the root of each frame whose soles sank into the floor by that depth (soft contact)",
+    ),
     log_dir: str = typer.Option("logs", "--log-dir", help="where 'latest' looks"),
     overrides: Optional[List[str]] = typer.Argument(None, help="key.sub=value over the run's config and play settings"),
 ) -> None:
@@ -130,9 +138,12 @@ def motion_record(
 
     The deterministic policy walks one world with the task's play settings; each segment's
     command is held for its duration; qpos at the control rate becomes a clip (forward
-    kinematics on the G1). Exit 2 on bad input, 1 when the policy falls (nothing written).
+    kinematics on the G1). Frames whose soles sank into the floor (MuJoCo's soft contact at heel
+    strike) are lifted by that depth unless --no-lift-feet. Exit 2 on bad input, 1 when the
+    policy falls (nothing written).
     """
     from unilab.motion.clip import MotionFormatError
+    from unilab.motion.importers import lift_note
     from unilab.motion.inspect import inspect_motion
     from unilab.motion.record import RecordError, read_command_script, record
     from unilab.train import UserError
@@ -140,7 +151,7 @@ def motion_record(
     try:
         segments = read_command_script(commands)
         rec = record(run, segments, checkpoint=checkpoint, log_dir=log_dir, overrides=overrides or [],
-                     settle_s=settle)
+                     settle_s=settle, lift_feet=lift_feet)
     except (MotionFormatError, UserError) as exc:
         _fail(str(exc))
     except RecordError as exc:
@@ -148,6 +159,8 @@ def motion_record(
     rec.save(out)
     clip = rec.clip
     typer.echo(f"recorded {rec.run_dir / rec.checkpoint.name}: {len(segments)} segments")
+    if rec.lift is not None:
+        typer.echo(f"  note: {lift_note(rec.lift)}")
     typer.echo(f"wrote {out}: {clip.num_frames} frames at {clip.fps:g} fps ({clip.duration_s:.2f} s), "
                f"{len(clip.joint_names)} joints, {len(clip.body_names)} bodies")
     for warning in inspect_motion(clip).warnings:

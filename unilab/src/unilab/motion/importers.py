@@ -46,7 +46,7 @@ import mujoco
 import numpy as np
 
 from unilab.motion.clip import MotionClip, MotionFormatError
-from unilab.motion.kinematics import fk_motion, resample_qpos
+from unilab.motion.kinematics import fk_motion, lift_feet as lift_feet_qpos, resample_qpos
 from unilab.motion.lafan import CSV_FPS, read_lafan_csv
 from unilab.robots import g1
 
@@ -422,6 +422,7 @@ def import_motion(
     robot_mjcf: str | None = None,
     z_offset: float = 0.0,
     frames: str | None = None,
+    lift_feet: bool = False,
 ) -> ImportResult:
     """Read a motion file of any layout, resample it and recompute its bodies on the G1.
 
@@ -433,6 +434,8 @@ def import_motion(
         robot_mjcf: G1 MJCF for forward kinematics (default: the built-in G1).
         z_offset: added to the root height, m (lifts a clip whose feet go into the floor).
         frames: ``START:END`` of the output frames to keep (:func:`parse_frames`).
+        lift_feet: after the above, raise the root of each frame whose soles go into the floor by
+            that depth (:func:`unilab.motion.kinematics.lift_feet`; a note says where and how much).
 
     Returns:
         The :class:`ImportResult`; ``clip`` is checked for shapes and values, not yet against the
@@ -452,13 +455,28 @@ def import_motion(
         qpos = resample_qpos(qpos, src.fps, out_fps)
     if frames:
         qpos = qpos[parse_frames(frames, qpos.shape[0], path)]
+    notes = list(src.notes)
+    if lift_feet:
+        qpos, lift = lift_feet_qpos(qpos, robot_mjcf=robot_mjcf)
+        notes.append(lift_note(lift))
     clip = fk_motion(qpos, out_fps, robot_mjcf=robot_mjcf, source=str(path))
-    result = ImportResult(clip, src.layout, src.fps, src.qpos.shape[0], src.joint_order, notes=list(src.notes))
+    result = ImportResult(clip, src.layout, src.fps, src.qpos.shape[0], src.joint_order, notes=notes)
     if src.body_pos:
         dev, body = _body_deviation(src, robot_mjcf)
         if body is not None:
             result.body_deviation_m, result.body_deviation_body = dev, body
     return result
+
+
+def lift_note(lift: np.ndarray) -> str:
+    """One line on a :func:`unilab.motion.kinematics.lift_feet` lift: frames and how much."""
+    from unilab.motion.inspect import format_frames
+
+    frames = np.flatnonzero(lift > 0.0).tolist()
+    if not frames:
+        return "--lift-feet: no sole goes into the floor; nothing lifted"
+    return (f"--lift-feet: the root lifted out of the floor in {len(frames)} of {lift.size} frames "
+            f"({format_frames(frames)}), by up to {lift.max() * 1e3:.1f} mm (mean {lift[frames].mean() * 1e3:.1f} mm)")
 
 
 def _body_deviation(src: SourceMotion, robot_mjcf: str | None) -> tuple[float, str | None]:
@@ -495,6 +513,7 @@ __all__ = [
     "breadth_first_joint_order",
     "detect_layout",
     "import_motion",
+    "lift_note",
     "parse_frames",
     "read_source",
     "resolve_joint_order",

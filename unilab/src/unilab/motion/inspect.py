@@ -20,7 +20,7 @@ geometry. Reported:
 * the frame rate against the control rate and the duration against the episode length.
 
 Every finding past a threshold becomes a warning that says what the policy will experience and
-what to do about it (re-import with ``--z-offset`` or ``--frames``, fix the retargeting).
+what to do about it (re-import with ``--z-offset``, ``--lift-feet`` or ``--frames``, fix the retargeting).
 """
 
 from __future__ import annotations
@@ -389,6 +389,8 @@ def _warnings(r: InspectReport) -> list[str]:
         fix = (f"re-import with --z-offset {deepest / 1e3:.3f} to lift it"
                if not r.floating_frames or r.max_float_mm < 1.0 else
                "its height is inconsistent (it also floats elsewhere): fix the retargeting's ground height")
+        if feet.frames:
+            fix += " (or with --lift-feet, which lifts each frame by its own sole depth)"
         out.append(f"{who} go up to {deepest:.1f} mm into the floor in {len(pen_frames)} frames "
                    f"({format_frames(pen_frames)}): the reference state cannot be reached there and the "
                    f"reset pushes the robot up; {fix}")

@@ -7,6 +7,10 @@ description still matches ours body by body. Velocities: qvel by central differe
 ``torch.gradient`` the same way), then each body's world-frame velocity from MuJoCo
 (``mj_objectVelocity`` of the body frame), which is exactly what the backend's body sensors report
 for that qpos and qvel.
+
+:func:`lift_feet` takes the feet out of the floor: a clip recorded in simulation sinks its soles a
+centimetre or more into the floor at heel strike (MuJoCo's contacts are soft), and a retargeted clip
+may put its feet below the ground; neither pose is a reachable reference.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from unilab.motion.clip import MotionClip, validate_motion
+from unilab.motion.clip import MotionClip, MotionFormatError, validate_motion
 from unilab.robots import g1
 
 
@@ -90,6 +94,79 @@ def fk_motion(
     )
     validate_motion(clip)
     return clip
+
+
+def foot_floor_depth(qpos: np.ndarray, *, robot_mjcf: str | None = None) -> np.ndarray:
+    """(T,) depth below the floor of the lowest sole capsule (:data:`~unilab.robots.g1.FOOT_GEOM_NAMES`)
+    in each frame of a (T, nq) qpos trajectory, m; 0 where every sole is on or above the floor.
+
+    The geometry is MuJoCo's: geom poses by ``mj_kinematics`` on the G1 scene with its floor, the
+    signed sole-floor distance by ``mj_geomDistance`` (the distance ``unilab motion inspect`` reads
+    from the contacts of the same geoms).
+
+    Raises:
+        ValueError: ``qpos`` is not (T, nq).
+        MotionFormatError: the model has none of the sole capsules (key ``--lift-feet``).
+    """
+    model = g1.g1_model(with_floor=True, mjcf=robot_mjcf)
+    qpos = np.asarray(qpos, dtype=np.float64)
+    if qpos.ndim != 2 or qpos.shape[1] != model.nq:
+        raise ValueError(f"qpos must have shape (T, nq={model.nq}), got {qpos.shape}")
+    floor = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, "floor")
+    soles = [g for g in (mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, n) for n in g1.FOOT_GEOM_NAMES) if g >= 0]
+    if floor < 0 or not soles:
+        raise MotionFormatError(None, "--lift-feet", f"expected the G1 model ({robot_mjcf or 'built-in'}) to have a "
+                                f"'floor' geom and the sole capsules {list(g1.FOOT_GEOM_NAMES)}; it lacks them")
+    data = mujoco.MjData(model)
+    depth = np.zeros(qpos.shape[0])
+    fromto = np.zeros(6)
+    for i, q in enumerate(qpos):
+        data.qpos[:] = q
+        mujoco.mj_kinematics(model, data)
+        # distances above distmax come back as distmax; only negative ones (penetration) matter
+        lowest = min(mujoco.mj_geomDistance(model, data, g, floor, 1.0, fromto) for g in soles)
+        depth[i] = max(-lowest, 0.0)
+    return depth
+
+
+def lift_feet(qpos: np.ndarray, *, robot_mjcf: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Raise the root of every frame whose soles go into the floor by exactly that depth.
+
+    Per frame, the root height (qpos column 2) is increased by :func:`foot_floor_depth`, so the
+    lowest sole capsule touches the floor (signed distance 0) where it was below it; joints, the
+    root's orientation and x, y, and every frame without penetration are unchanged. Bodies and
+    velocities then follow by :func:`fk_motion`.
+
+    Args:
+        qpos: (T, nq) float root-and-joint trajectory (root position m, root quaternion wxyz).
+
+    Returns:
+        (the lifted (T, nq) float64 qpos, the (T,) lift per frame in m).
+
+    Raises:
+        ValueError, MotionFormatError: as :func:`foot_floor_depth`.
+    """
+    lift = foot_floor_depth(qpos, robot_mjcf=robot_mjcf)
+    out = np.array(qpos, dtype=np.float64)
+    out[:, 2] += lift
+    return out, lift
+
+
+def lift_clip_feet(clip: MotionClip, *, robot_mjcf: str | None = None) -> tuple[MotionClip, np.ndarray]:
+    """:func:`lift_feet` on a clip's root (its ``pelvis`` body) and joints, then :func:`fk_motion`.
+
+    Returns:
+        (the clip with the clip's own joints and bodies, recomputed; the (T,) lift per frame, m).
+
+    Raises:
+        MotionFormatError: the clip lacks the pelvis body, a G1 joint or one of its bodies on the model.
+    """
+    from unilab.motion.inspect import clip_qpos
+
+    qpos = clip_qpos(clip, _robot_model(robot_mjcf))
+    lifted, lift = lift_feet(qpos, robot_mjcf=robot_mjcf)
+    out = fk_motion(lifted, clip.fps, robot_mjcf=robot_mjcf, source=clip.source)
+    return out.select(clip.joint_names, clip.body_names), lift
 
 
 def _slerp(q0: np.ndarray, q1: np.ndarray, s: np.ndarray) -> np.ndarray:

@@ -20,6 +20,11 @@ the command in force when each frame was reached (frame 0: the first segment's).
 Recording starts after ``settle_s`` seconds of standing (zero command): the reset pose is
 dropped from a few centimetres and lands.
 
+By default each frame whose soles sank into the floor is lifted by exactly that depth
+(:func:`unilab.motion.kinematics.lift_feet`) before the forward kinematics: MuJoCo's contacts are
+soft, so at heel strike the simulated soles go 1-2 cm into the floor, a state the robot placed
+on the reference could not be put in.
+
 A fall (a termination) or a time-out ends the recording without writing anything: a clip of a
 fall is not a motion to track.
 """
@@ -40,7 +45,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from unilab.motion.clip import MotionClip, MotionFormatError
-from unilab.motion.kinematics import fk_motion
+from unilab.motion.kinematics import fk_motion, lift_feet as lift_feet_qpos
 from unilab.robots import g1
 
 
@@ -120,6 +125,8 @@ class Recording:
         segments: the script.
         run_dir: the run whose policy walked.
         checkpoint: its checkpoint file.
+        lift: (T,) m the root was lifted at each frame (:func:`~unilab.motion.kinematics.lift_feet`),
+            or None when lifting was off.
     """
 
     clip: MotionClip
@@ -127,6 +134,7 @@ class Recording:
     segments: list[Segment]
     run_dir: Path
     checkpoint: Path
+    lift: np.ndarray | None = None
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """The clip npz (float32) plus ``command_vel``."""
@@ -163,6 +171,7 @@ def record(
     overrides: Sequence[str] = (),
     body_names: Sequence[str] | None = None,
     settle_s: float = 1.0,
+    lift_feet: bool = True,
 ) -> Recording:
     """Roll the run's deterministic policy out under ``segments`` and make a clip of it.
 
@@ -175,6 +184,8 @@ def record(
         body_names: bodies to keep (default: those ``g1_motion_tracking`` tracks).
         settle_s: seconds the policy stands (zero command) after the reset before recording
             starts: the reset pose is dropped from a few cm and lands.
+        lift_feet: lift each frame whose soles sank into the floor by that depth (see the
+            module docstring).
 
     Raises:
         UserError: no such run or checkpoint, a task without a velocity command, bad overrides.
@@ -249,10 +260,14 @@ def record(
             torch.set_num_threads(threads)
     finally:
         env.close()
-    clip = fk_motion(np.stack(qpos), rate, robot_mjcf=loaded.cfg.robot.mjcf, source=f"record {loaded.run_dir}")
+    qpos, lift = np.stack(qpos), None
+    if lift_feet:
+        qpos, lift = lift_feet_qpos(qpos, robot_mjcf=loaded.cfg.robot.mjcf)
+    clip = fk_motion(qpos, rate, robot_mjcf=loaded.cfg.robot.mjcf, source=f"record {loaded.run_dir}")
     bodies = tuple(body_names) if body_names is not None else TRACKED_BODIES
     clip = clip.select(clip.joint_names, bodies)
-    return Recording(clip, np.stack(commands).astype(np.float32), list(segments), loaded.run_dir, loaded.checkpoint)
+    return Recording(clip, np.stack(commands).astype(np.float32), list(segments), loaded.run_dir, loaded.checkpoint,
+                     lift)
 
 
 __all__ = ["RecordError", "Recording", "Segment", "read_command_script", "record"]
