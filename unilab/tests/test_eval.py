@@ -22,6 +22,7 @@ from unilab.cli import app
 from unilab.eval.runner import EvalSession, evaluate
 from unilab.plugins import TASKS
 from unilab.robots import g1
+from unilab.tasks import g1_motion_tracking
 from unilab.train import train
 from unilab.utils.math import quat_from_yaw
 
@@ -88,7 +89,7 @@ class ReferenceWriter:
     def __call__(self, obs: torch.Tensor) -> torch.Tensor:
         cmd, ids = self.cmd, torch.arange(self.env.num_envs)
         now = cmd.time_steps.clone()
-        cmd.time_steps[:] = torch.clamp(now + 1, max=cmd.num_frames - 1)
+        cmd.time_steps[:] = torch.minimum(now + 1, cmd.clip_frames[cmd.clip_index] - 1)
         cmd.write_reference_state(ids)
         cmd.time_steps[:] = now
         if self.lift_m:
@@ -275,6 +276,30 @@ def test_a_reference_writing_tracker_completes_every_clip_with_zero_error(tmp_pa
     assert clip["from_start"]["completed"] and clip["random_starts"]["completed"] == 2
     assert clip["from_start"]["frames_played"] == 299  # every step but the one the clip ends on
     assert all(0 <= f <= 300 - 50 for f in clip["random_starts"]["start_frames"])
+
+
+def test_each_clip_of_a_motion_set_is_played_and_reported_on_its_own(tmp_path):
+    motions = Path(g1_motion_tracking.__file__).parent / "motions"
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    for name in ("default", "twist"):  # 301 and 401 frames
+        shutil.copy(motions / f"{name}.npz", clips / f"{name}.npz")
+    run = config_only_run(tmp_path, "g1_motion_tracking")
+    (run / "run_config.json").write_text(json.dumps(
+        {"algo": "sac", "task": "g1_motion_tracking", "sim": "mujoco", "config": {"env": {"motion": {"file": str(clips)}}}}
+    ))  # fmt: skip
+    session = EvalSession(run, None, None, 2, overrides=THREADS)
+    try:
+        result = session.run(ReferenceWriter(session.env))
+    finally:
+        session.close()
+    assert [(c["name"], c["frames"]) for c in result.cases] == [("default", 301), ("twist", 401)]
+    assert result.passed and result.headline == 1.0
+    for clip in result.cases:
+        assert clip["from_start"]["completed"] and clip["random_starts"]["completed"] == 2
+        assert clip["from_start"]["frames_played"] == clip["frames"] - 2
+        assert clip["from_start"]["body_pos_error_world_m"] < 1e-5
+        assert all(0 <= f <= clip["frames"] - 1 - 50 for f in clip["random_starts"]["start_frames"])
 
 
 def test_a_tracker_off_the_reference_fails_at_once_on_the_anchor_height(tmp_path):

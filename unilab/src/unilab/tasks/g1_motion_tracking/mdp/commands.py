@@ -261,6 +261,16 @@ class MotionCommand:
         return self._clips
 
     @property
+    def clip_names(self) -> list[str]:
+        """Name of each clip, in :attr:`clips` order."""
+        return [c.name for c in self._clips]
+
+    @property
+    def clip_num_frames(self) -> list[int]:
+        """Frames of each clip, in :attr:`clips` order."""
+        return [c.num_frames for c in self._clips]
+
+    @property
     def num_frames(self) -> int:
         """Frames of all clips together (the clip's frames when there is one)."""
         return int(self.clip_frames.sum())
@@ -286,20 +296,6 @@ class MotionCommand:
     def unpin(self, env_ids: torch.Tensor) -> None:
         """Give rows ``env_ids`` back to the sampling mode."""
         self._pinned_clip[env_ids] = -1
-
-    def start_at(self, env_ids: torch.Tensor, clip: int, frame: int = 0) -> None:
-        """Put rows ``env_ids`` at (``clip``, ``frame``) now: reference state (plus the RSI noise)
-        written to the backend. The env's observations are not recomputed; to start episodes
-        there, :meth:`pin` and reset the env instead.
-
-        Raises:
-            ValueError: a clip index or frame outside the library.
-        """
-        self._check_start(clip, frame)
-        self.clip_index[env_ids] = int(clip)
-        self.time_steps[env_ids] = int(frame)
-        self.write_reference_state(env_ids)
-        self._refresh()
 
     # ------------------------------------------------------------------ reference at time_steps
     @property
@@ -391,22 +387,30 @@ class MotionCommand:
         self._refresh()
 
     def start_at(self, env_ids: torch.Tensor, frames: torch.Tensor, clip_ids: torch.Tensor | None = None) -> None:
-        """Put rows ``env_ids`` at ``frames`` of the clip, in its reference state plus the RSI noise
-        (evaluation plays clips from chosen frames; ``unilab eval``'s tracking suite).
+        """Put rows ``env_ids`` at ``frames`` of clips ``clip_ids`` now, in the reference state
+        plus the RSI noise, written to the backend (evaluation plays each clip from chosen frames;
+        ``unilab eval``'s tracking suite). The env's observations are not recomputed; to start
+        episodes there, :meth:`pin` and reset the env instead.
 
         Args:
             env_ids: (k,) int64 rows.
-            frames: (k,) int64 frames, clamped to the clip.
-            clip_ids: (k,) int64 clip of each row; this command holds one clip, index 0.
+            frames: (k,) int64 frames, clamped to each row's clip.
+            clip_ids: (k,) int64 clip of each row (index into :attr:`clips`); None: clip 0.
 
         Raises:
-            ValueError: a clip index other than 0.
+            ValueError: a clip index outside the library.
         """
-        if clip_ids is not None and bool((clip_ids != 0).any()):
-            raise ValueError("this motion command holds one clip: clip_ids must be 0")
         dev = self.time_steps.device
-        self.time_steps[env_ids.to(dev)] = frames.to(dev, torch.long).clamp(0, self.num_frames - 1)
-        self.write_reference_state(env_ids.to(dev))
+        env_ids = env_ids.to(dev)
+        if clip_ids is None:
+            clips = torch.zeros(len(env_ids), dtype=torch.long, device=dev)
+        else:
+            clips = clip_ids.to(dev, torch.long)
+        if len(clips) and (int(clips.min()) < 0 or int(clips.max()) >= len(self._clips)):
+            raise ValueError(f"clip index outside [0, {len(self._clips) - 1}]: {clips.tolist()}")
+        self.clip_index[env_ids] = clips
+        self.time_steps[env_ids] = torch.minimum(frames.to(dev, torch.long).clamp(min=0), self.clip_frames[clips] - 1)
+        self.write_reference_state(env_ids)
         self._refresh()
 
     def metrics(self) -> dict[str, float]:
