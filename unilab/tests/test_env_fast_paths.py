@@ -11,7 +11,7 @@ import torch
 
 from unilab.envs import mdp
 from unilab.tasks.g1_walk_flat import G1WalkFlatConfig, make_env
-from unilab.utils.math import projected_gravity, quat_rotate_inverse
+from unilab.utils.math import projected_gravity, quat_from_yaw, quat_mul, quat_rotate_inverse
 from unisim.backends.mujoco import MujocoBackend
 
 N = 16
@@ -104,3 +104,83 @@ def test_projected_gravity_is_the_rotated_down_vector():
     torch.testing.assert_close(g.norm(dim=1), torch.ones(1000), rtol=0, atol=1e-6)
     yaw = torch.tensor([[math.cos(0.4), 0.0, 0.0, math.sin(0.4)]])  # yaw alone: gravity stays down
     torch.testing.assert_close(projected_gravity(yaw), torch.tensor([[0.0, 0.0, -1.0]]), rtol=0, atol=1e-7)
+
+
+def _draws(gen: torch.Generator, n: int, ranges) -> list[torch.Tensor]:
+    """One ``lo + (hi - lo) * U(0, 1)`` draw of n per (lo, hi), in order, from ``gen``."""
+    return [lo + (hi - lo) * torch.rand(n, generator=gen) for lo, hi in ranges]
+
+
+def _bits(x: torch.Tensor) -> torch.Tensor:
+    """The float32 bit patterns (so that -0.0 and 0.0 differ)."""
+    return x.float().contiguous().view(torch.int32)
+
+
+def test_reset_and_command_draws_equal_one_draw_per_quantity():
+    """The reset pose, the velocity command and the gait clock drawn for reset rows equal, bit for
+    bit, the plain formulas with one generator draw per quantity in the documented order."""
+    env = make_env(G1WalkFlatConfig(reset_z_m=(0.0, 0.02)), backend_cls=MujocoBackend, num_envs=N,
+                   nthread=1, seed=3)
+    try:
+        ids = torch.tensor([1, 4, 5, 11])
+        k, gen = len(ids), env.generator
+        state = gen.get_state()
+        p = env.cfg.events["reset_base"].params
+        mdp.reset_root_state_uniform(env, ids, **p)
+        got = env.backend.qpos[ids].clone()
+        gen.set_state(state)
+        x, y, z, yaw = _draws(gen, k, [(-p["xy"], p["xy"])] * 2 + [p["z"], (-p["yaw"], p["yaw"])])
+        ref = env.meta.default_qpos.repeat(k, 1)
+        ref[:, 0] += x
+        ref[:, 1] += y
+        ref[:, 2] += z
+        ref[:, 3:7] = quat_mul(quat_from_yaw(yaw), ref[:, 3:7])
+        assert torch.equal(_bits(got), _bits(ref))
+
+        twist, gait = env.commands["twist"], env.commands["gait"]
+        state = gen.get_state()
+        twist.reset(ids)
+        gait.reset(ids)
+        gen.set_state(state)
+        r = twist.ranges
+        vx, vy, wz, stand, t = _draws(gen, k, [r.lin_vel_x, r.lin_vel_y, r.ang_vel_z, (0.0, 1.0), r.resampling_time_s])
+        standing = stand < r.standing_fraction
+        cmd = torch.stack((vx, vy, wz), dim=1)
+        cmd[standing] = 0.0
+        assert torch.equal(_bits(twist.command[ids]), _bits(cmd))
+        assert torch.equal(twist.is_standing[ids], standing) and torch.equal(twist.time_left[ids], t)
+        f0, w = 1.0 / gait.settings.period_s, gait.settings.frequency_width_hz
+        phase, freq = _draws(gen, k, [(0.0, 1.0), (f0 - w, f0 + w)])
+        assert torch.equal(gait.phase[ids], phase) and torch.equal(gait.frequency[ids], freq)
+    finally:
+        env.close()
+
+
+def test_robot_view_reads_the_current_state_and_divergence_after_steps_and_resets():
+    """The robot view's quantities (views kept across refreshes) and its divergence flags equal the
+    backend's current values after env steps with falls, time-outs and a diverging row (no pushes:
+    a push changes the state between steps, and the next step's refresh is what reads it)."""
+    env = make_env(G1WalkFlatConfig(episode_length_s=0.2, push={"enabled": False}),
+                   backend_cls=MujocoBackend, num_envs=N, nthread=1, seed=0)
+    try:
+        env.reset()
+        gen = torch.Generator().manual_seed(2)
+        lo, hi = env.action_low, env.action_high
+        robot, qpos, qvel = env.robot, env.backend.qpos, env.backend.qvel
+        for t in range(24):
+            if t == 12:  # a row that diverges in this step: the termination and the containment see it
+                bad = qvel.clone()
+                bad[3, 0] = 1e12
+                env.backend.set_state(torch.arange(N), qvel=bad)
+            _, _, terminated, _, extras = env.step(lo + (hi - lo) * torch.rand(N, env.num_actions, generator=gen))
+            assert torch.equal(robot.joint_pos, qpos[:, 7:36]) and torch.equal(robot.joint_vel, qvel[:, 6:35])
+            assert torch.equal(robot.base_quat_w, qpos[:, 3:7]) and torch.equal(robot.base_ang_vel_b, qvel[:, 3:6])
+            assert torch.equal(robot.base_pos_w, qpos[:, 0:3])
+            assert torch.equal(robot.projected_gravity_b, projected_gravity(qpos[:, 3:7]))
+            assert torch.equal(robot.base_lin_vel_b, quat_rotate_inverse(qpos[:, 3:7], qvel[:, 0:3]))
+            assert torch.equal(robot.diverged, env.backend.diverged())
+            if t == 12:
+                assert env.termination_manager.last[3, env.termination_manager.names.index("nan_state")]
+                assert terminated[3] and extras["log"]["Env/diverged_fraction"] == 1 / N
+    finally:
+        env.close()

@@ -266,7 +266,7 @@ class ManagerBasedRlEnv:
         Returns:
             ``terminated`` (N,) bool with the diverged rows set, and their count.
         """
-        diverged = self.backend.diverged().to(self.device)
+        diverged = self.robot.diverged  # read once per step (the nan_state term reads it too)
         count = int(diverged.sum())
         if count:
             reward[diverged] = 0.0

@@ -180,10 +180,9 @@ class ObservationManager:
         cache: dict = {}
         out = {}
         for g, terms in self._terms.items():
-            values = [self._eval(t, cache, key) for t, key in terms]
-            if env_ids is not None:  # gather the k rows of each term, then concatenate k rows
-                values = [v[env_ids] for v in values]
-            obs = torch.cat(values, dim=1)
+            obs = torch.cat([self._eval(t, cache, key) for t, key in terms], dim=1)
+            if env_ids is not None:  # the k rows of the concatenation: one gather, not one per term
+                obs = obs.index_select(0, env_ids)
             obs.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)  # a diverged row must not poison replay
             noise = self._noise[g]
             if self.noise_enabled and noise is not None:

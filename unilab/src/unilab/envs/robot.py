@@ -142,6 +142,7 @@ class RobotView:
         )
         self._qpos_sel = _as_slice(meta.qpos_adr)
         self._qvel_sel = _as_slice(meta.qvel_adr)
+        self._views_of: tuple = (None, None, None)  # the backend tensors the views were taken of
         self.refresh()
 
     def body_index(self, name: str) -> int:
@@ -157,22 +158,40 @@ class RobotView:
         Joint quantities are views of the backend's tensors when the joints' addresses are
         contiguous (the G1: qpos 7..35), gathered copies otherwise; either way they are only
         valid until the next backend step or reset (clone to keep a snapshot). The base-frame
-        velocity and gravity are computed on first use after each refresh (the refresh after a
-        reset is often not read before the next step's).
+        velocity, gravity and the divergence flags are computed on first use after each refresh
+        (the refresh after a reset is often not read before the next step's). When the backend
+        hands out the same state tensors as at the last refresh (the MuJoCo backend's views of
+        its packed buffer, refilled in place), the views taken of them then are kept.
         """
+        self._base_lin_vel_b: torch.Tensor | None = None
+        self._projected_gravity_b: torch.Tensor | None = None
+        self._diverged: torch.Tensor | None = None
         qpos, qvel = self.backend.qpos, self.backend.qvel
+        body = self.backend.body_state()
+        if (
+            qpos is self._views_of[0] and qvel is self._views_of[1] and body is self._views_of[2]
+            and isinstance(self._qpos_sel, slice) and isinstance(self._qvel_sel, slice)
+        ):  # fmt: skip
+            return
+        self._views_of = (qpos, qvel, body)
         self.joint_pos = qpos[:, self._qpos_sel]
         self.joint_vel = qvel[:, self._qvel_sel]
         self.base_pos_w = qpos[:, 0:3]
         self.base_quat_w = qpos[:, 3:7]
         # Free joint: qvel[0:3] is the world-frame linear velocity, qvel[3:6] the local angular one.
         self._base_lin_vel_w = qvel[:, 0:3]
-        self._base_lin_vel_b: torch.Tensor | None = None
-        self._projected_gravity_b: torch.Tensor | None = None
         self.base_ang_vel_b = qvel[:, 3:6]
-        pos, quat, lin, ang = self.backend.body_state()
+        pos, quat, lin, ang = body
         self.body_pos_w, self.body_quat_w = pos, quat
         self.body_lin_vel_w, self.body_ang_vel_w = lin, ang
+
+    @property
+    def diverged(self) -> torch.Tensor:
+        """(N,) bool ``backend.diverged()`` on the env's device, read once per refresh (the
+        termination term and the env's divergence containment share it)."""
+        if self._diverged is None:
+            self._diverged = self.backend.diverged().to(self.backend.device)
+        return self._diverged
 
     @property
     def base_lin_vel_b(self) -> torch.Tensor:

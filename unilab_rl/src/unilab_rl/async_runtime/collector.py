@@ -208,8 +208,17 @@ def shard_loop(env: VecEnv, policy: nn.Module, blocks: SharedBlocks, weights: Sh
     :func:`stopping` says so; raises on any error. ``noise``: the shard's own policy-noise stream
     when shards share the process (None: the process-wide generator)."""
     policy_device = torch.device(spec.policy_device)
-    generator = torch.Generator().manual_seed(spec.seed)  # warm-up actions, as the sync runner
     policy.to(policy_device)  # parameters and buffers (normalizer, batch-norm statistics)
+    # Nothing here is differentiated: inference mode drops autograd's per-op bookkeeping from the
+    # env's many small tensor ops and the policy's (thread-local, so set in each shard thread).
+    with torch.inference_mode():
+        _shard_loop(env, policy, blocks, weights, free_q, full_q, spec, stopping, noise, policy_device)
+
+
+def _shard_loop(env: VecEnv, policy: nn.Module, blocks: SharedBlocks, weights: SharedWeights, free_q, full_q,
+                spec: CollectorSpec, stopping: Callable[[], bool], noise: ShardNoise | None,
+                policy_device: torch.device) -> None:
+    generator = torch.Generator().manual_seed(spec.seed)  # warm-up actions, as the sync runner
     obs = env.reset()
     num_envs = env.num_envs
     ep_return = torch.zeros(num_envs)

@@ -88,19 +88,24 @@ class UniformVelocityCommand:
     def _resample(self, env_ids: torch.Tensor) -> None:
         r, n = self.ranges, len(env_ids)
         lin, ang = self.lin_level, self.ang_level
-        cmd = torch.stack(
-            (
-                self._u(n, lin * r.lin_vel_x[0], lin * r.lin_vel_x[1]),
-                self._u(n, lin * r.lin_vel_y[0], lin * r.lin_vel_y[1]),
-                self._u(n, ang * r.ang_vel_z[0], ang * r.ang_vel_z[1]),
-            ),
-            dim=1,
+        # v_x, v_y, w_z, the stand draw and the resampling time in one draw of (5, n): the same
+        # numbers, in the same order, as five draws of n; each row scaled as lo + (hi - lo) * u
+        bounds = (
+            (lin * r.lin_vel_x[0], lin * r.lin_vel_x[1]),
+            (lin * r.lin_vel_y[0], lin * r.lin_vel_y[1]),
+            (ang * r.ang_vel_z[0], ang * r.ang_vel_z[1]),
+            (0.0, 1.0),
+            r.resampling_time_s,
         )
-        standing = self._u(n, 0.0, 1.0) < r.standing_fraction
+        lo = torch.tensor([b[0] for b in bounds], device=self.env.device)[:, None]
+        width = torch.tensor([b[1] - b[0] for b in bounds], device=self.env.device)[:, None]
+        u = torch.rand((5, n), device=self.env.device, generator=self.env.generator).mul_(width).add_(lo)
+        cmd = u[0:3].T
+        standing = u[3] < r.standing_fraction
         cmd[standing] = 0.0
         self.command[env_ids] = cmd
         self.is_standing[env_ids] = standing
-        self.time_left[env_ids] = self._u(n, *r.resampling_time_s)
+        self.time_left[env_ids] = u[4]
 
     def update(self, dt: float) -> None:
         """Advance timers by ``dt`` s and resample the expired rows. The env calls it after the
@@ -277,9 +282,12 @@ class GaitPhaseCommand:
         if len(env_ids):
             s, n = self.settings, len(env_ids)
             f0 = 1.0 / s.period_s
-            if s.randomize_phase:
-                self.phase[env_ids] = self._u(n, 0.0, 1.0)
+            lo, hi = f0 - s.frequency_width_hz, f0 + s.frequency_width_hz
+            if s.randomize_phase:  # phase and frequency in one draw of (2, n), as two draws of n
+                u = torch.rand((2, n), device=self.env.device, generator=self.env.generator)
+                self.phase[env_ids] = u[0]  # U(0, 1): 0 + (1 - 0) * u is u
+                self.frequency[env_ids] = u[1].mul_(hi - lo).add_(lo)
             else:
                 self.phase[env_ids] = 0.0
-            self.frequency[env_ids] = self._u(n, f0 - s.frequency_width_hz, f0 + s.frequency_width_hz)
+                self.frequency[env_ids] = self._u(n, lo, hi)
         self._refresh()

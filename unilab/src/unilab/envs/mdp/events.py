@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from unilab.utils.math import quat_from_yaw, quat_mul
 
 _VELOCITY_KEYS = ("x", "y", "z", "roll", "pitch", "yaw")
 
@@ -48,11 +47,25 @@ def reset_root_state_uniform(
     turned by U(±yaw) rad about world z; joints at the default pose; zero velocity."""
     n = len(env_ids)
     qpos = env.meta.default_qpos.to(env.device).repeat(n, 1)
-    qpos[:, 0] += _uniform(env, n, -xy, xy)
-    qpos[:, 1] += _uniform(env, n, -xy, xy)
-    qpos[:, 2] += _uniform(env, n, z[0], z[1])
-    qpos[:, 3:7] = quat_mul(quat_from_yaw(_uniform(env, n, -yaw, yaw)), qpos[:, 3:7])
+    # x, y, z and yaw in one draw of (4, n): the same numbers, in the same order, as four draws
+    # of n from the generator; each row scaled as lo + (hi - lo) * u (float32, as _uniform)
+    lo = torch.tensor([-xy, -xy, z[0], -yaw], device=env.device)
+    width = torch.tensor([xy - -xy, xy - -xy, z[1] - z[0], yaw - -yaw], device=env.device)
+    u = torch.rand((4, n), device=env.device, generator=env.generator).mul_(width[:, None]).add_(lo[:, None])
+    qpos[:, 0:3] += u[0:3].T
+    qpos[:, 3:7] = _yaw_times(u[3], qpos[:, 3:7])
     env.backend.reset(env_ids, qpos=qpos)
+
+
+def _yaw_times(yaw: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """(n, 4) wxyz ``quat_mul(quat_from_yaw(yaw), q)`` for (n,) yaw angles (rad) and (n, 4) q,
+    with the terms that the yaw quaternion's zero x and y components cancel left out: the same
+    float operations on the other terms, so the same values (up to the sign of a zero
+    component)."""
+    half = 0.5 * yaw
+    c, s = torch.cos(half), torch.sin(half)
+    qw, qx, qy, qz = q.unbind(-1)
+    return torch.stack((c * qw - s * qz, c * qx - s * qy, c * qy + s * qx, c * qz + s * qw), dim=-1)
 
 
 # ---------------------------------------------------------------- interval

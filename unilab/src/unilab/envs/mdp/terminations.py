@@ -22,5 +22,7 @@ def bad_orientation(env, limit_angle: float = math.radians(70.0)) -> torch.Tenso
 
 
 def nan_detected(env) -> torch.Tensor:
-    """The physics state of the row diverged (non-finite or a solver warning). (N,) bool"""
-    return env.backend.diverged()
+    """The physics state of the row diverged (non-finite or a solver warning). (N,) bool
+    (``backend.diverged()``, read once per state through the robot view when the env has one)."""
+    robot = getattr(env, "robot", None)
+    return robot.diverged if robot is not None else env.backend.diverged()
