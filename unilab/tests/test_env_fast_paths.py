@@ -39,6 +39,14 @@ def reference_terms(env) -> dict[str, torch.Tensor]:
     fp = terms["feet_phase"].params
     z = torch.stack([env.backend.sensor(s)[:, 2] for s in fp["pos_sensors"]], dim=1)
     target = mdp.expected_foot_height(gait.foot_phase, fp["swing_height"])
+    fc = terms["foot_clearance"].params
+    v_xy = torch.stack([env.backend.sensor(s)[:, :2] for s in fc["vel_sensors"]], dim=1)  # (N, F, 2)
+    moving = (speed > fc["command_threshold"]).float()
+    in_contact = env.backend.sensor("feet_ground_contact/left_ankle_roll_link")[:, 0] > 0
+    contact = torch.stack((in_contact, env.backend.sensor("feet_ground_contact/right_ankle_roll_link")[:, 0] > 0), 1)
+    limits = robot.meta.joint_limits
+    mid, half = limits.mean(1), 0.5 * (limits[:, 1] - limits[:, 0]) * terms["joint_pos_limits"].params["soft_factor"]
+    q = robot.joint_pos
     return {
         "track_linear_velocity": torch.exp(
             -(((cmd[:, :2] - lin_b[:, :2]) ** 2).sum(1) + lin_b[:, 2] ** 2) / 0.25
@@ -50,6 +58,9 @@ def reference_terms(env) -> dict[str, torch.Tensor]:
         "orientation_l2": (g_base[:, :2] ** 2).sum(1),
         "pose_l2": (terms["pose_l2"].params["weights"] * err**2).sum(1),
         "feet_phase": torch.exp(-((z - target) ** 2).sum(1) / fp["sigma"]),
+        "foot_clearance": ((z - fc["target_height"]).abs() * v_xy.norm(dim=2)).sum(1) * moving,
+        "foot_slip": ((v_xy**2).sum(2) * contact).sum(1) * moving,
+        "joint_pos_limits": (torch.relu((mid - half) - q) + torch.relu(q - mid - half)).sum(1),
     }
 
 
@@ -75,6 +86,11 @@ def test_reward_terms_equal_their_plain_formulas_over_a_rollout():
 
     def obs_and_check(env_ids=None):
         out = obs_compute(env_ids)
+        if env_ids is None:  # values shared from the rewards' evaluation equal fresh ones
+            env.step_cache.clear()
+            fresh = obs_compute()
+            for g in out:
+                assert torch.equal(out[g], fresh[g]), g
         if env_ids is not None:  # the reset rows' observation: rows of the full one (no noise)
             resets[0] += len(env_ids)
             full = obs_compute()
@@ -87,9 +103,16 @@ def test_reward_terms_equal_their_plain_formulas_over_a_rollout():
         env.reset()
         gen = torch.Generator().manual_seed(1)
         lo, hi = env.action_low, env.action_high
+        tm, gait = env.termination_manager, env.commands["gait"]
+        time_out = torch.tensor([t.time_out for t in tm.terms.values()])
         for t in range(60):
             a = lo + (hi - lo) * torch.rand(N, env.num_actions, generator=gen) if t < 30 else torch.zeros(N, 29)
-            env.step(a)
+            _, _, _, truncated, _ = env.step(a)
+            # terminated / truncated are the OR of the fired terms' columns
+            assert torch.equal(tm.terminated, tm.last[:, ~time_out].any(1))
+            assert torch.equal(truncated, tm.last[:, time_out].any(1) & ~tm.terminated)
+            # the gait features are sin and cos of the feet's phase angles
+            assert torch.equal(gait.command, torch.cat((gait.foot_phase.sin(), gait.foot_phase.cos()), 1))
         assert checked[0] == 60 and resets[0] >= N  # every step checked, time-outs and falls reset rows
     finally:
         env.close()
@@ -184,3 +207,38 @@ def test_robot_view_reads_the_current_state_and_divergence_after_steps_and_reset
                 assert terminated[3] and extras["log"]["Env/diverged_fraction"] == 1 / N
     finally:
         env.close()
+
+
+def test_expected_foot_height_equals_its_formula_bit_for_bit():
+    """x = (phi + pi) / (2 pi); t = 2x on the way up (x <= 0.5), 2x - 1 after; h = swing * b(t)
+    or swing * (1 - b(t)) with b(t) = t^2 (3 - 2t), over a dense grid and the boundary angles."""
+    phi = torch.cat((torch.linspace(-math.pi, math.pi, 200_001), torch.tensor([-math.pi, 0.0, math.pi])))
+    phi = torch.cat((phi, torch.nextafter(phi, torch.tensor(4.0)), torch.nextafter(phi, torch.tensor(-4.0))))
+    x = (phi + math.pi) / (2.0 * math.pi)
+    rising = x <= 0.5
+    t = torch.where(rising, 2.0 * x, 2.0 * x - 1.0)
+    ease = t * t * (3.0 - 2.0 * t)
+    ref = 0.09 * torch.where(rising, ease, 1.0 - ease)
+    assert torch.equal(_bits(mdp.expected_foot_height(phi, 0.09)), _bits(ref))
+
+
+def test_termination_flags_are_the_or_of_their_terms_for_one_two_and_three_terms():
+    """terminated = OR of the non-time-out terms, truncated = OR of the time-out terms and not
+    terminated, as new tensors (a shared term output is never handed out to be modified)."""
+    from types import SimpleNamespace
+
+    from unilab.envs.managers import TerminationManager, TerminationTerm
+
+    gen = torch.Generator().manual_seed(5)
+    flags = [torch.rand(64, generator=gen) < 0.3 for _ in range(5)]
+    env = SimpleNamespace(num_envs=64, device=torch.device("cpu"))
+    for kinds in ((False,), (True,), (False, True), (False, False, True), (False, False, False, True, True)):
+        terms = {f"t{i}": TerminationTerm(lambda env, i=i: flags[i], time_out=k) for i, k in enumerate(kinds)}
+        tm = TerminationManager(env, terms)
+        terminated, truncated = tm.compute()
+        cols = torch.stack(flags[: len(kinds)], dim=1)
+        k = torch.tensor(kinds)
+        assert torch.equal(tm.last, cols)
+        assert torch.equal(terminated, cols[:, ~k].any(1))
+        assert torch.equal(truncated, cols[:, k].any(1) & ~terminated)
+        assert all(x is not f for x in (terminated, truncated) for f in flags)

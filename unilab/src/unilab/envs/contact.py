@@ -170,11 +170,11 @@ class ContactSensor:
         self.refresh()
         if not self.cfg.track_air_time:
             return
-        air = ~self.in_contact
         landed = self.in_contact & (self.current_air_time > 0.0)
         self.last_air_time = torch.where(landed, self.current_air_time, self.last_air_time)
-        self.current_air_time.add_(dt).mul_(air)
-        self.current_contact_time.add_(dt).mul_(self.in_contact)
+        # zero the air timers of slots in contact and the contact timers of slots in the air
+        self.current_air_time.add_(dt).masked_fill_(self.in_contact, 0.0)
+        self.current_contact_time.add_(dt).masked_fill_(~self.in_contact, 0.0)
 
     def first_contact(self, dt: float) -> torch.Tensor:
         """(N, S) bool: slots that touched down within the last ``dt`` s."""

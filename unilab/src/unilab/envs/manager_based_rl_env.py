@@ -38,6 +38,7 @@ from unilab.envs.managers import (
     TerminationManager,
     TerminationTerm,
 )
+from unilab.envs.mdp.rewards import COMMAND_CACHE
 from unilab.envs.mirror import check_symmetric_joint_setup, joint_mirror, observation_mirror
 from unilab.envs.robot import RobotMeta, RobotView
 from unilab_rl.vecenv import Mirror
@@ -111,7 +112,9 @@ class ManagerBasedRlEnv:
         contact_sensors: name -> :class:`~unilab.envs.contact.ContactSensor`.
         step_dt: env step, s (``decimation * dt``).
         step_cache: dict of values that several terms of one step share (see
-            :func:`unilab.envs.mdp.rewards.step_cached`); cleared when the state or commands change.
+            :func:`unilab.envs.mdp.rewards.step_cached`); cleared when the state changes, its
+            command-derived entry (:func:`unilab.envs.mdp.rewards.command_cached`) also when
+            the commands change.
         episode_length: (N,) int64 env steps since each row's reset.
         physics_time_s: wall seconds spent in ``backend.step`` by :meth:`step` since the env was
             built (the async collector reports it per block: physics vs the env's own work).
@@ -195,14 +198,16 @@ class ManagerBasedRlEnv:
         self.episode_length += 1
         for command in self._advancing:
             command.advance(self.step_dt)
-        self.step_cache.clear()  # terms share per-step values through it (rewards: command speed)
+        self.step_cache.clear()  # terms share per-step values through it (joint errors, command speed)
 
         # Terminations and rewards see the commands of the observation the action was chosen on.
         terminated, truncated = self.termination_manager.compute()
         reward = self.reward_manager.compute()
         for command in self._updating:
             command.update(self.step_dt)
-        self.step_cache.clear()
+        # the state is unchanged: the observations reuse its shared values (joint errors, foot
+        # sensors); the command-derived ones are recomputed
+        self.step_cache.pop(COMMAND_CACHE, None)
         final_obs = self.observation_manager.compute()
         terminated, diverged = self._contain_divergence(terminated, reward, final_obs)
 

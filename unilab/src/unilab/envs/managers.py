@@ -337,16 +337,24 @@ class TerminationManager:
         self.env = env
         self.terms = terms
         self.names = list(terms)
-        self._time_out = torch.tensor([t.time_out for t in terms.values()], dtype=torch.bool,
-                                      device=env.device)
         flags = [t.time_out for t in terms.values()]
-        self._term_cols = _as_slice(torch.tensor([i for i, f in enumerate(flags) if not f],
-                                                 dtype=torch.long))
-        self._time_out_cols = _as_slice(torch.tensor([i for i, f in enumerate(flags) if f],
-                                                     dtype=torch.long))
+        self._term_idx = [i for i, f in enumerate(flags) if not f]
+        self._time_out_idx = [i for i, f in enumerate(flags) if f]
         self._calls = [(t.func, t.params) for t in terms.values()]
         self.last = torch.zeros(env.num_envs, len(terms), dtype=torch.bool, device=env.device)
         self.terminated = torch.zeros(env.num_envs, dtype=torch.bool, device=env.device)
+
+    def _any(self, outputs: list[torch.Tensor], idx: list[int]) -> torch.Tensor:
+        """(N,) bool OR of ``outputs[i]`` for i in ``idx``, a new tensor (all False if none):
+        one op per term beyond the first instead of a column slice and a reduction."""
+        if not idx:
+            return torch.zeros(self.env.num_envs, dtype=torch.bool, device=self.env.device)
+        if len(idx) == 1:
+            return outputs[idx[0]].clone()  # never an alias of a term's (possibly shared) output
+        out = outputs[idx[0]] | outputs[idx[1]]
+        for i in idx[2:]:
+            out |= outputs[i]
+        return out
 
     def compute(self) -> tuple[torch.Tensor, torch.Tensor]:
         """(terminated, truncated), each (N,) bool. A row both terminated and timed out is terminated."""
@@ -355,9 +363,13 @@ class TerminationManager:
             z = torch.zeros(n, dtype=torch.bool, device=dev)
             return z, z.clone()
         env = self.env
-        self.last = last = torch.stack([func(env, **params) for func, params in self._calls], dim=1)
-        terminated = last[:, self._term_cols].any(dim=1)
-        truncated = last[:, self._time_out_cols].any(dim=1) & ~terminated
+        outputs = [func(env, **params) for func, params in self._calls]
+        self.last = torch.stack(outputs, dim=1)
+        terminated = self._any(outputs, self._term_idx)
+        if len(self._time_out_idx) == 1:  # the usual single time-out: no copy before the mask
+            truncated = outputs[self._time_out_idx[0]] & ~terminated
+        else:
+            truncated = self._any(outputs, self._time_out_idx) & ~terminated
         self.terminated = terminated
         return terminated, truncated
 

@@ -21,13 +21,35 @@ from unilab.utils.math import projected_gravity
 def step_cached(env, key, compute):
     """``compute()``, computed once per env step when several terms ask for the same ``key``.
 
-    The env's ``step_cache`` is cleared whenever the state or the commands change, so a cached
-    value is exactly what ``compute()`` would return now. Envs without a ``step_cache`` (test
-    doubles) compute every time. Callers must not modify the returned tensor in place.
+    For values that depend on the physics state only (joint errors, foot sensors): the env's
+    ``step_cache`` is cleared whenever the state changes, so a cached value is exactly what
+    ``compute()`` would return now; values that depend on a command go through
+    :func:`command_cached`. Envs without a ``step_cache`` (test doubles) compute every time.
+    Callers must not modify the returned tensor in place.
     """
     cache = getattr(env, "step_cache", None)
     if cache is None:
         return compute()
+    value = cache.get(key)
+    if value is None:
+        value = cache[key] = compute()
+    return value
+
+
+COMMAND_CACHE = "commands"
+"""Key of the env's ``step_cache`` entry that holds the command-derived values of
+:func:`command_cached`: the env drops it when the commands change (the step's command update),
+and the state-derived values stay for the observations."""
+
+
+def command_cached(env, key, compute):
+    """:func:`step_cached` for a value that depends on the commands (and possibly the state):
+    kept in ``env.step_cache[COMMAND_CACHE]``, which the env drops after each command update.
+    Callers must not modify the returned tensor in place."""
+    cache = getattr(env, "step_cache", None)
+    if cache is None:
+        return compute()
+    cache = cache.get(COMMAND_CACHE) or cache.setdefault(COMMAND_CACHE, {})
     value = cache.get(key)
     if value is None:
         value = cache[key] = compute()
@@ -46,8 +68,9 @@ def _gravity_xy_sq(quat: torch.Tensor) -> torch.Tensor:
     (bit for bit), without the z component."""
     w, x, y, z = quat.unbind(-1)
     x2, y2 = 2.0 * x, 2.0 * y
-    g_x, g_y = w * y2 - z * x2, -(w * x2) - z * y2
-    return g_x.square_().add_(g_y.square_())
+    # g_y = -(w x2) - z y2 = -(w x2 + z y2) exactly (IEEE rounding is sign-symmetric): same square
+    g_x, minus_g_y = w * y2 - z * x2, (w * x2).add_(z * y2)
+    return g_x.square_().add_(minus_g_y.square_())
 
 
 def _constant(env, name: str, params: tuple, compute):
@@ -66,9 +89,18 @@ def _command_speed(env, command_name: str) -> torch.Tensor:
 
     def compute() -> torch.Tensor:
         cmd = env.commands[command_name].command
-        return torch.linalg.vector_norm(cmd[:, :2], dim=1) + cmd[:, 2].abs()
+        return torch.linalg.vector_norm(cmd[:, :2], dim=1).add_(cmd[:, 2].abs())
 
-    return step_cached(env, ("command_speed", command_name), compute)
+    return command_cached(env, ("command_speed", command_name), compute)
+
+
+def _command_moving(env, command_name: str, threshold: float) -> torch.Tensor:
+    """(N,) float32 1.0 where :func:`_command_speed` exceeds ``threshold``, else 0.0 (the feet
+    terms' "commanded to move" gate, shared within a step; read-only)."""
+    return command_cached(
+        env, ("command_moving", command_name, threshold),
+        lambda: (_command_speed(env, command_name) > threshold).float(),
+    )  # fmt: skip
 
 
 def joint_pos_error(env) -> torch.Tensor:
@@ -85,23 +117,30 @@ def stack_sensors(env, names: tuple[str, ...]) -> torch.Tensor:
     """(N, len(names), dim) readings of same-sized sensors (shared within a step; read-only).
 
     When the sensors lie at equal distances in the backend's rows (two sensors always do), this
-    is a strided view of them (no copy), else a stacked copy.
+    is a strided view of them (no copy), kept across steps while the backend hands out views of
+    the same buffer (the view keeps that buffer alive, so an equal address means the same
+    buffer); else a stacked copy.
     """
 
     def compute() -> torch.Tensor:
-        views = [env.backend.sensor(n) for n in names]
-        first = views[0]
-        step = (views[1].data_ptr() - first.data_ptr()) // first.element_size() if len(views) > 1 else 0
+        first = env.backend.sensor(names[0])
+        views = env.__dict__.setdefault("_sensor_stack_views", {})
+        kept = views.get(names)
+        if kept is not None and kept.data_ptr() == first.data_ptr():
+            return kept
+        sensors = [first, *(env.backend.sensor(n) for n in names[1:])]
+        step = (sensors[1].data_ptr() - first.data_ptr()) // first.element_size() if len(sensors) > 1 else 0
         base = first.untyped_storage().data_ptr()
         if step > 0 and all(
             v.untyped_storage().data_ptr() == base
             and v.shape == first.shape and v.stride() == first.stride()
             and v.data_ptr() == first.data_ptr() + i * step * first.element_size()
-            for i, v in enumerate(views)
+            for i, v in enumerate(sensors)
         ):  # fmt: skip
             n, d = first.shape
-            return first.as_strided((n, len(views), d), (first.stride(0), step, first.stride(1)))
-        return torch.stack(views, dim=1)
+            views[names] = first.as_strided((n, len(sensors), d), (first.stride(0), step, first.stride(1)))
+            return views[names]
+        return torch.stack(sensors, dim=1)
 
     return step_cached(env, ("stack_sensors", tuple(names)), compute)
 
@@ -118,7 +157,7 @@ def track_linear_velocity(env, std: float, command_name: str = "twist") -> torch
     """exp(-(|v_xy - cmd_xy|^2 + v_z^2) / std^2), base-frame velocity, m/s. (N,)"""
     v = env.robot.base_lin_vel_b
     cmd = env.commands[command_name].command
-    error = torch.sum((cmd[:, :2] - v[:, :2]) ** 2, dim=1).add_(v[:, 2] ** 2)
+    error = torch.sum((cmd[:, :2] - v[:, :2]).square_(), dim=1).add_(v[:, 2].square())
     return _exp_kernel(error, std**2)
 
 
@@ -126,7 +165,7 @@ def track_angular_velocity(env, std: float, command_name: str = "twist") -> torc
     """exp(-((w_z - cmd_wz)^2 + |w_xy|^2) / std^2), base-frame angular velocity, rad/s. (N,)"""
     w = env.robot.base_ang_vel_b
     cmd = env.commands[command_name].command
-    error = ((cmd[:, 2] - w[:, 2]) ** 2).add_(torch.sum(w[:, :2] ** 2, dim=1))
+    error = (cmd[:, 2] - w[:, 2]).square_().add_(torch.sum(w[:, :2].square(), dim=1))
     return _exp_kernel(error, std**2)
 
 
@@ -137,7 +176,7 @@ def track_yaw_rate(env, std: float, command_name: str = "twist") -> torch.Tensor
     std^2; pal-robotics/pal_mjlab PR #81). Pair it with :func:`ang_vel_xy_l2`. (N,)"""
     w_z = env.robot.base_ang_vel_b[:, 2]
     cmd = env.commands[command_name].command
-    return _exp_kernel((cmd[:, 2] - w_z) ** 2, std**2)
+    return _exp_kernel((cmd[:, 2] - w_z).square_(), std**2)
 
 
 def ang_vel_xy_l2(env) -> torch.Tensor:
@@ -184,7 +223,7 @@ def variable_posture(
         env, "posture_inv_var", (std_standing, std_walking, std_running),
         lambda: torch.stack((std_standing, std_walking, std_running)).to(env.device).pow(-2),
     )
-    return (_joint_pos_error_sq(env) * inv_var[regime]).mean(dim=1).neg_().exp_()
+    return (_joint_pos_error_sq(env) * inv_var.index_select(0, regime)).mean(dim=1).neg_().exp_()
 
 
 def orientation_l2(env, body: str | None = None) -> torch.Tensor:
@@ -248,9 +287,9 @@ def joint_pos_limits(env, soft_factor: float = 0.9) -> torch.Tensor:
         env, "soft_limits", (env.robot.meta.joint_limits, soft_factor), soft_limits
     )
     q = env.robot.joint_pos
-    below = (lower - q).clamp(min=0.0)
-    above = (q - mid - half).clamp(min=0.0)
-    return torch.sum(below + above, dim=1)
+    below = (lower - q).clamp_(min=0.0)
+    above = (q - mid).sub_(half).clamp_(min=0.0)
+    return torch.sum(below.add_(above), dim=1)
 
 
 # ---------------------------------------------------------------- feet
@@ -270,8 +309,8 @@ def foot_clearance(
     """
     z = stack_sensors(env, pos_sensors)[..., 2]  # (N, F)
     speed = torch.linalg.vector_norm(stack_sensors(env, vel_sensors)[..., :2], dim=2)  # (N, F)
-    cost = torch.sum((z - target_height).abs_() * speed, dim=1)
-    return cost * (_command_speed(env, command_name) > command_threshold)
+    cost = torch.sum((z - target_height).abs_().mul_(speed), dim=1)
+    return cost.mul_(_command_moving(env, command_name, command_threshold))
 
 
 def expected_foot_height(foot_phase: torch.Tensor, swing_height: float) -> torch.Tensor:
@@ -291,8 +330,10 @@ def expected_foot_height(foot_phase: torch.Tensor, swing_height: float) -> torch
     Returns:
         (...) float32 target heights, m, in [0, swing_height].
     """
-    x = (foot_phase + math.pi) / (2.0 * math.pi)
-    rising, x2 = x <= 0.5, 2.0 * x
+    # x2 = 2x = (phi + pi) / pi: the same float32 value as 2 * ((phi + pi) / (2 pi)) (scaling
+    # by 2 is exact, and float32(2 pi) = 2 float32(pi)); x <= 0.5 is x2 <= 1
+    x2 = (foot_phase + math.pi) / math.pi
+    rising = x2 <= 1.0
     t = torch.where(rising, x2, x2 - 1.0)
     ease = t * t * (3.0 - 2.0 * t)
     return swing_height * torch.where(rising, ease, 1.0 - ease)
@@ -324,7 +365,7 @@ def feet_phase(
     """
     z = stack_sensors(env, pos_sensors)[..., 2]  # (N, F)
     target = expected_foot_height(env.commands[gait_command_name].foot_phase, swing_height)
-    return _exp_kernel(torch.sum((z - target) ** 2, dim=1), sigma)
+    return _exp_kernel(torch.sum((z - target).square_(), dim=1), sigma)
 
 
 def foot_slip_l2(
@@ -340,8 +381,8 @@ def foot_slip_l2(
     """
     v_xy = stack_sensors(env, vel_sensors)[..., :2]  # (N, F, 2)
     contact = env.contact_sensors[sensor_name].in_contact  # (N, F)
-    cost = torch.sum(v_xy.square().sum(dim=2) * contact, dim=1)
-    return cost * (_command_speed(env, command_name) > command_threshold)
+    cost = torch.sum(v_xy.square().sum(dim=2).mul_(contact), dim=1)
+    return cost.mul_(_command_moving(env, command_name, command_threshold))
 
 
 def foot_air_time_window(
@@ -356,7 +397,7 @@ def foot_air_time_window(
     while commanded to move faster than ``command_threshold`` (mjlab ``feet_air_time``). (N,)"""
     t = env.contact_sensors[sensor_name].current_air_time
     count = ((t > threshold_min) & (t < threshold_max)).sum(dim=1).float()
-    return count * (_command_speed(env, command_name) > command_threshold)
+    return count.mul_(_command_moving(env, command_name, command_threshold))
 
 
 def self_collision_count(env, sensor_name: str, force_threshold: float = 10.0) -> torch.Tensor:
