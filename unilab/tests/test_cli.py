@@ -68,15 +68,42 @@ def test_bad_input_is_one_clear_line(tmp_path, args, expected):
 @pytest.mark.parametrize("command", ["train", "config"])
 def test_a_setting_written_as_an_option_gets_the_override_hint(tmp_path, command):
     result = run_cli(command, *BASE[1:], "--num_envs", "8", cwd=tmp_path)
-    assert result.returncode == 2
-    text = " ".join(result.stderr.replace("│", " ").split())  # typer boxes and wraps the message
-    assert "No such option: --num_envs" in text and "write num_envs=VALUE" in text
-    assert "unilab config --algo A --task T" in text and "Traceback" not in text
+    line = one_line(result)
+    assert "No such option: --num_envs" in line and "write num_envs=VALUE" in line
+    assert "unilab config --algo A --task T" in line and f"`unilab {command} --help`" in line
     # A misspelt option keeps click's own suggestion instead.
-    result = run_cli(command, *BASE[1:], "--alg", "sac", cwd=tmp_path)
-    text = " ".join(result.stderr.replace("│", " ").split())
-    assert result.returncode == 2 and "Possible options: --algo" in text and "key=value" not in text
+    line = one_line(run_cli(command, *BASE[1:], "--alg", "sac", cwd=tmp_path))
+    assert "Possible options: --algo" in line and "key=value" not in line
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["eval"], "Missing argument 'RUN'"),
+        (["eval", "latest", "--num-envs", "abc"], "Invalid value for '--num-envs'"),
+        (["train", "--task", "g1_walk_flat"], "Missing option '--algo'"),
+        (["motion", "import", "clip.csv"], "Missing option '--out'"),
+        (["evall"], "No such command 'evall'. Did you mean 'eval'?"),
+    ],
+)  # fmt: skip
+def test_a_usage_error_is_one_error_line_naming_the_commands_help(tmp_path, args, expected):
+    line = one_line(run_cli(*args, cwd=tmp_path))
+    assert expected in line and "--help`" in line
+
+
+def test_a_group_without_a_command_still_prints_its_help(tmp_path):
+    result = run_cli("motion", cwd=tmp_path)
+    assert "Usage: unilab motion" in result.stdout and "error:" not in result.stderr
+
+
+def one_line(result) -> str:
+    """The single ``error:`` line of a usage error (exit code 2, no usage block, no box)."""
+    assert result.returncode == 2, result.stderr
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    return lines[0]
 
 
 def test_plugins_lists_builtins_with_distribution(tmp_path):

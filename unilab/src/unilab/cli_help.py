@@ -18,8 +18,10 @@ checks each help screen).
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import Any
 
+import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 
@@ -90,7 +92,35 @@ class HelpCommand(_CleanHelp, TyperCommand):
 
 
 class HelpGroup(_CleanHelp, TyperGroup):
-    """A ``unilab`` command group whose help reads cleanly (module docstring)."""
+    """A ``unilab`` command group whose help reads cleanly (module docstring).
+
+    As the top-level command it also turns click's usage errors (a missing argument, an option
+    value of the wrong type, an unknown command or option) into one ``error:`` line on stderr
+    that names the command's ``--help``, exit code 2, instead of click's usage block and Typer's
+    boxed message. A group called without a command still prints its help.
+    """
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+        except Exception as exc:  # click's classes, matched by name: typer >= 0.20 vendors click
+            kinds = {cls.__name__ for cls in type(exc).__mro__}
+            if "NoArgsIsHelpError" in kinds:
+                typer.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+            elif "ClickException" in kinds:
+                ctx = getattr(exc, "ctx", None)
+                where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+                typer.echo(f"error: {' '.join(exc.format_message().split())}{where}", err=True)
+            elif "Abort" in kinds:
+                typer.echo("Aborted!", err=True)
+                sys.exit(1)
+            else:
+                raise
+            sys.exit(exc.exit_code)
+        sys.exit(rv if isinstance(rv, int) else 0)  # an Exit's code, else success
 
 
 __all__ = ["HelpCommand", "HelpGroup", "reflow"]
