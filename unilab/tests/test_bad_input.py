@@ -135,3 +135,19 @@ def test_a_run_with_relative_paths_plays_from_another_directory(tmp_path):
     assert saved["env"]["motion"]["file"] == str(work / "clip.npz")
     played = run_cli("play", str(run), "--no-video", "--steps", "3", "--num-envs", "1", cwd=elsewhere)
     assert played.returncode == 0, played.stderr
+
+
+def test_motion_settings_a_user_gets_wrong_say_what_to_write(tmp_path):
+    from unilab.motion import MotionFormatError
+    from unilab.motion.importers import resolve_joint_order
+
+    csv = tmp_path / "walk.csv"
+    csv.write_text("0,1,2\n")
+    train_args = ["train", "--algo", "sac", "--task", "g1_motion_tracking", *TINY, f"training.log_dir={tmp_path / 'logs'}"]
+    line = one_error_line(run_cli(*train_args, "env.motion.file=shiped", cwd=tmp_path))
+    assert "env.motion.file" in line and "`shipped`" in line
+    line = one_error_line(run_cli(*train_args, f"env.motion.file={csv}", cwd=tmp_path))
+    assert "unilab motion import" in line
+    with pytest.raises(MotionFormatError, match=r"--joint-order.*unitree or isaaclab.*got 'unitre'"):
+        resolve_joint_order("unitre", csv)  # a misspelt order, not a one-joint list
+    assert resolve_joint_order("left_hip_pitch_joint", csv) == ("left_hip_pitch_joint",)

@@ -237,7 +237,8 @@ def load_motion(
     if not path.is_file():
         raise MotionFormatError(path, "file", "expected an existing .npz file")
     if not zipfile.is_zipfile(path):  # np.load would try a .npy or a pickle next
-        raise MotionFormatError(path, "file", "expected a numpy .npz archive (a zip of .npy arrays); it is not one")
+        hint = "; import it first: unilab motion import FILE --out clip.npz" if path.suffix.lower() == ".csv" else ""
+        raise MotionFormatError(path, "file", f"expected a numpy .npz archive (a zip of .npy arrays); it is not one{hint}")
     try:
         data = np.load(path, allow_pickle=False)
     except Exception as exc:  # noqa: BLE001 - any unreadable file is one message

@@ -156,6 +156,8 @@ def resolve_joint_order(spec: str, path: str | os.PathLike[str] | None = None) -
         except OSError as exc:
             raise MotionFormatError(path, "--joint-order", f"cannot read {spec[1:]!r} ({exc.strerror})") from None
     names = tuple(n.strip() for n in value.replace("\n", ",").split(",") if n.strip())
+    if len(names) == 1 and not spec.startswith("@") and names[0] not in g1.G1_JOINT_NAMES:  # a misspelt order
+        names = ()
     if not names:
         raise MotionFormatError(path, "--joint-order", f"expected {' or '.join(JOINT_ORDERS)} or joint names, got {spec!r}")
     return names

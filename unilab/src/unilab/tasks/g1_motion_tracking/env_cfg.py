@@ -85,8 +85,9 @@ def load_task_motion(cfg: G1MotionTrackingConfig, step_dt: float,
     if path == "shipped" and not Path(path).exists():
         path = SHIPPED_MOTIONS
     if not Path(path).exists():  # name the setting, not only the file
-        raise MotionFormatError(path, "env.motion.file", "expected an existing motion .npz, a folder of .npz or a "
-                                "manifest (.yaml/.json); `unilab motion import` makes a clip from a retargeted CSV")
+        raise MotionFormatError(path, "env.motion.file", "expected an existing motion .npz, a folder of .npz, a "
+                                "manifest (.yaml/.json) or `shipped` (the task's clips); `unilab motion import` "
+                                "makes a clip from a retargeted CSV")
     library = load_motion_library(path, joint_names=g1.G1_JOINT_NAMES, joint_limits=g1.JOINT_RANGE)
     rate = 1.0 / step_dt
     for clip in library.clips:
