@@ -224,15 +224,25 @@ def short_eval(run, checkpoint, cases, suite=None, **kw):
 
 
 def test_an_untrained_policy_records_falls_and_the_summary_keeps_the_record(walk_run):
-    report = short_eval(walk_run, None, ["stand", "fwd0.5"])
+    report = short_eval(walk_run, None, None)
+    names = [c["name"] for c in report.result.cases]
+    assert len(names) == 15 and {"stand", "fwd0.5", "push"} <= set(names)
     for case in report.result.cases:
-        assert case["falls"] == 2 and not case["passed"] and case["up_share"] == 0.0
+        if case["name"] != "push":
+            assert case["falls"] == 2 and not case["passed"] and case["up_share"] == 0.0
     summary = json.loads((walk_run / "run_summary.json").read_text())
     entry = summary["eval"]["walking"]
     assert entry["policy"] == {"kind": "checkpoint", "file": "model_last.pt", "iteration": 2, "final": True}
-    assert entry["headline"] == 0.0 and [c["name"] for c in entry["cases"]] == ["stand", "fwd0.5"]
+    assert entry["headline"] == 0.0 and [c["name"] for c in entry["cases"]] == names
+    assert report.json_path == walk_run / "eval_walking.json"
     assert json.loads(report.json_path.read_text())["cases"] == entry["cases"]
     assert summary["status"] == "normal_completion"  # the rest of the summary is kept
+    # A --case selection has its own file and leaves the whole-suite record and the summary alone.
+    subset = short_eval(walk_run, None, ["stand"])
+    assert subset.json_path == walk_run / "eval_walking_cases.json"
+    assert [c["name"] for c in json.loads(subset.json_path.read_text())["cases"]] == ["stand"]
+    assert json.loads((walk_run / "eval_walking.json").read_text())["cases"] == entry["cases"]
+    assert json.loads((walk_run / "run_summary.json").read_text())["eval"]["walking"] == entry
 
 
 def test_the_onnx_policy_gives_the_checkpoints_result(walk_run, tmp_path):
@@ -254,7 +264,7 @@ def test_policy_onnx_alone_is_enough(walk_run, tmp_path):
     for f in run.glob("model_*.pt"):
         f.unlink()
     report = short_eval(run, None, ["stand"], suite=walking(settle_s=0.0, measure_s=0.2))
-    assert report.record["policy"]["file"] == "policy.onnx" and report.json_path == run / "eval_walking.json"
+    assert report.record["policy"]["file"] == "policy.onnx" and report.json_path == run / "eval_walking_cases.json"
 
 
 # ============================================================================ tracking

@@ -164,14 +164,15 @@ def evaluate(
         cases: case (walking) or clip (tracking) names; None: all.
         num_envs: rows per case (walking) or random-start rows per clip (tracking).
         json_path: where the JSON record goes (default ``<run>/eval_<suite>.json`` for the final
-            policy, ``<run>/eval_<suite>_<iteration>.json`` otherwise).
+            policy, ``<run>/eval_<suite>_<iteration>.json`` otherwise; with ``cases``,
+            ``eval_<suite>_cases.json`` and ``eval_<suite>_cases_<iteration>.json``).
         seed: seed of the env's generator and the suite's draws.
         print_table: print the report on stdout.
         show_progress: a progress bar on stderr (None: when stderr is a terminal).
 
     Returns:
-        The :class:`EvalReport`. The record also goes into ``run_summary.json``
-        (:func:`unilab.eval.report.record_in_summary`).
+        The :class:`EvalReport`. A whole-suite record (no ``cases``) also goes into
+        ``run_summary.json`` (:func:`unilab.eval.report.record_in_summary`).
 
     Raises:
         UserError: no such run, file, suite or case; a checkpoint or ONNX that does not fit the
@@ -224,9 +225,13 @@ def evaluate(
         iteration=iteration, final=final, num_envs=session.plan.num_envs, rows=session.plan.rows, seed=seed,
         overrides=session.settings, wall_time_s=time.perf_counter() - t0,
     )  # fmt: skip
-    name = f"eval_{result.suite}.json" if final else f"eval_{result.suite}_{iteration}.json"
+    # A run's eval_<suite>.json and run_summary.json hold whole-suite records; a --case selection
+    # goes to eval_<suite>_cases[_<iteration>].json and leaves them as they are.
+    stem = f"eval_{result.suite}_cases" if cases else f"eval_{result.suite}"
+    name = f"{stem}.json" if final else f"{stem}_{iteration}.json"
     out = write_record(Path(json_path) if json_path else run_dir / name, record)
-    record_in_summary(run_dir, record)
+    if not cases:
+        record_in_summary(run_dir, record)
     if print_table:
         print_report(result, record)
         print(f"record: {out}")
