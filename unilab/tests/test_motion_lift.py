@@ -106,3 +106,13 @@ def test_import_lifts_only_when_asked(sunk, tmp_path):
 
     plain = import_motion(path).clip  # off by default: the file's root height as it is
     np.testing.assert_allclose(plain.body_pos_w[:, plain.body_names.index("pelvis"), 2], qpos[:, 2], atol=1e-6)
+
+
+def test_the_lift_note_tells_sinking_from_rounding():
+    from unilab.motion.importers import lift_note
+
+    assert "nothing lifted" in lift_note(np.zeros(5))
+    rounding = lift_note(np.array([0.0, 2e-6, 0.0, 1e-5]))
+    assert "within 0.05 mm" in rounding and "10 um in 2 of 4 frames" in rounding
+    sunk = lift_note(np.array([0.0, 0.01, 0.004, 0.0]))
+    assert "in 2 of 4 frames" in sunk and "up to 10.0 mm" in sunk and "mean 7.0 mm" in sunk

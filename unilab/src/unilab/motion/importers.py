@@ -477,6 +477,9 @@ def lift_note(lift: np.ndarray) -> str:
     frames = np.flatnonzero(lift > 0.0).tolist()
     if not frames:
         return "--lift-feet: no sole goes into the floor; nothing lifted"
+    if lift.max() < 0.5e-4:  # rounding of the source's numbers (a CSV's few decimals), not sinking
+        return (f"--lift-feet: the soles touch the floor to within 0.05 mm (lifts of at most "
+                f"{lift.max() * 1e6:.0f} um in {len(frames)} of {lift.size} frames)")
     return (f"--lift-feet: the root lifted out of the floor in {len(frames)} of {lift.size} frames "
             f"({format_frames(frames)}), by up to {lift.max() * 1e3:.1f} mm (mean {lift[frames].mean() * 1e3:.1f} mm)")
 
