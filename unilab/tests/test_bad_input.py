@@ -146,6 +146,10 @@ def test_motion_settings_a_user_gets_wrong_say_what_to_write(tmp_path):
     train_args = ["train", "--algo", "sac", "--task", "g1_motion_tracking", *TINY, f"training.log_dir={tmp_path / 'logs'}"]
     line = one_error_line(run_cli(*train_args, "env.motion.file=shiped", cwd=tmp_path))
     assert "env.motion.file" in line and "`shipped`" in line
+    # training.device=auto: on a machine without an accelerator its CPU warning waits for the
+    # env, so the bad motion file is still the only line
+    line = one_error_line(run_cli(*train_args, "training.device=auto", "env.motion.file=shiped", cwd=tmp_path))
+    assert "`shipped`" in line
     line = one_error_line(run_cli(*train_args, f"env.motion.file={csv}", cwd=tmp_path))
     assert "unilab motion import" in line
     with pytest.raises(MotionFormatError, match=r"--joint-order.*unitree or isaaclab.*got 'unitre'"):

@@ -24,6 +24,12 @@ def test_auto_falls_back_to_cpu_with_a_warning(no_accelerators, caplog: pytest.L
     assert "slow" in caplog.text
 
 
+def test_auto_leaves_the_warning_to_the_caller_when_asked(no_accelerators, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="unilab_rl.device"):
+        assert resolve_device("auto", warn=False) == torch.device("cpu")
+    assert caplog.text == ""
+
+
 def test_auto_prefers_cuda_then_xpu_then_mps(monkeypatch: pytest.MonkeyPatch) -> None:
     present = {"cpu", "xpu", "mps"}
     monkeypatch.setattr(device_mod, "_device_count", lambda t: 1 if t in present else 0)

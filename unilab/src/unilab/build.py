@@ -26,7 +26,7 @@ from unilab.config import ConfigError, build_run_model, owner_config_files, reso
 from unilab.errors import UserError
 from unilab.plugins import ALGORITHMS, BACKENDS, TASKS, lookup
 from unilab.resume import apply_resume, find_resume_checkpoint, read_resume_checkpoint
-from unilab_rl.device import resolve_device
+from unilab_rl.device import resolve_device, warn_cpu_learner
 from unilab_rl.learner import Learner
 from unilab_rl.runtime import RuntimeConfig
 from unisim import CapabilityError
@@ -186,6 +186,8 @@ class RunPlan:
     tensor_native: bool
     resume_path: Path | None = None
     resume_payload: dict[str, Any] | None = None
+    cpu_fallback: bool = False
+    """``training.device=auto`` found no accelerator: :func:`build_env` warns once the env is built."""
 
 
 def plan(algo: str, task: str, sim: str, algo_reg, task_reg, backend_reg, cfg: BaseModel,
@@ -216,7 +218,9 @@ def plan(algo: str, task: str, sim: str, algo_reg, task_reg, backend_reg, cfg: B
     seed = dctx.seed(cfg.training.seed)
     seed_everything(seed)
     try:
-        device = dctx.device if dctx.device is not None else resolve_device(cfg.training.device)
+        # the CPU warning of training.device=auto waits until the env is built (build_env), so
+        # that bad input stays one error: line
+        device = dctx.device if dctx.device is not None else resolve_device(cfg.training.device, warn=False)
     except ValueError as exc:
         raise UserError(f"training.device: {exc}") from None
     if device.type == "cuda":
@@ -242,8 +246,9 @@ def plan(algo: str, task: str, sim: str, algo_reg, task_reg, backend_reg, cfg: B
         robot=cfg.robot,
         seed=seed,
     )
+    cpu_fallback = dctx.device is None and device.type == "cpu" and str(cfg.training.device).strip().lower() == "auto"
     return RunPlan(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, algo_cfg, runtime, dctx, device, seed,
-                   threads, env_fn, tensor_native, resume_path, resume_payload)
+                   threads, env_fn, tensor_native, resume_path, resume_payload, cpu_fallback)
 
 
 def _threads(runtime: RuntimeConfig, nthread: int, device: torch.device) -> dict[str, int]:
@@ -266,7 +271,8 @@ def _threads(runtime: RuntimeConfig, nthread: int, device: torch.device) -> dict
 
 def build_env(p: RunPlan):
     """The learner process's env (the sync runtime steps it; async reads its spaces), after the
-    memory check (:mod:`unilab.memory`) on a one-world probe unless ``training.allow_large``.
+    memory check (:mod:`unilab.memory`) on a one-world probe unless ``training.allow_large``;
+    then the warning that ``training.device=auto`` found no accelerator, if it did not.
 
     Raises:
         UserError: the run needs more memory than there is, the task cannot be built as
@@ -279,7 +285,10 @@ def build_env(p: RunPlan):
             memory.check(p.algo, p.algo_cfg, p.runtime, p.cfg.training.num_envs, probe, p.device, local_ranks)
         finally:
             probe.close()
-    return _env(p)
+    env = _env(p)
+    if p.cpu_fallback:
+        warn_cpu_learner()
+    return env
 
 
 def _env(p: RunPlan, **kwargs):

@@ -46,13 +46,23 @@ def available_devices() -> list[str]:
     return names + ["cpu"]
 
 
-def resolve_device(name: str | torch.device | None = "auto") -> torch.device:
+def warn_cpu_learner() -> None:
+    """Log the warning that ``"auto"`` found no accelerator and the learner runs on the CPU."""
+    logger.warning(
+        "No accelerator (cuda, xpu, mps) found: the learner runs on the CPU, so learning will "
+        "be slow. Name a device (training.device=cpu on the unilab command line) to silence this warning."
+    )
+
+
+def resolve_device(name: str | torch.device | None = "auto", *, warn: bool = True) -> torch.device:
     """Turn a device name into a usable :class:`torch.device`.
 
     Args:
         name: ``"auto"`` or ``None`` picks the first available of cuda, xpu, mps, cpu (cpu logs a
             warning that learning will be slow). Anything else (``"cuda"``, ``"cuda:1"``,
             ``"mps"``, ``"cpu"``, a ``torch.device``) is used as named.
+        warn: log the CPU warning (:func:`warn_cpu_learner`) when ``"auto"`` lands on the CPU;
+            False leaves it to the caller (e.g. after the rest of the input is checked).
 
     Returns:
         The device. A named accelerator without an index gets index 0 (``"cuda"`` -> ``cuda:0``).
@@ -65,10 +75,8 @@ def resolve_device(name: str | torch.device | None = "auto") -> torch.device:
         for device_type in _AUTO_ORDER:
             if _device_count(device_type) > 0:
                 return torch.device(device_type, 0) if device_type != "mps" else torch.device("mps")
-        logger.warning(
-            "No accelerator (cuda, xpu, mps) found: the learner runs on the CPU, so learning will "
-            "be slow. Name a device (training.device=cpu on the unilab command line) to silence this warning."
-        )
+        if warn:
+            warn_cpu_learner()
         return torch.device("cpu")
 
     try:
