@@ -48,11 +48,7 @@ def lift_file(path: Path, out: Path) -> bool:
         print(f"error: {path}: still into the floor or floating after the lift; not written", file=sys.stderr)
         return False
     out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(
-        out, fps=np.array([lifted.fps], dtype=np.float32), joint_names=np.array(lifted.joint_names),
-        body_names=np.array(lifted.body_names), **extra,
-        **{k: np.asarray(getattr(lifted, k), dtype=np.float32) for k in REQUIRED_KEYS[3:]},
-    )  # fmt: skip
+    lifted.save(out, **extra)
     print(f"  wrote {out} ({out.stat().st_size / 1024:.0f} KiB)")
     return True
 

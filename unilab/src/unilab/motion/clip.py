@@ -111,13 +111,15 @@ class MotionClip:
             body_ang_vel_w=self.body_ang_vel_w[:, bidx],
         )
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the clip as a compressed npz (float32 arrays, names as unicode arrays)."""
+    def save(self, path: str | os.PathLike[str], **extra: np.ndarray) -> None:
+        """Write the clip as a compressed npz (float32 arrays, names as unicode arrays), plus the
+        arrays of ``extra`` as given (e.g. a recording's ``command_vel``)."""
         np.savez_compressed(
             path,
             fps=np.array([self.fps], dtype=np.float32),
             joint_names=np.array(self.joint_names),
             body_names=np.array(self.body_names),
+            **extra,
             **{k: np.asarray(getattr(self, k), dtype=np.float32) for k in REQUIRED_KEYS[3:]},
         )
 

@@ -138,13 +138,7 @@ class Recording:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """The clip npz (float32) plus ``command_vel``."""
-        c = self.clip
-        np.savez_compressed(
-            path, fps=np.array([c.fps], dtype=np.float32), joint_names=np.array(c.joint_names),
-            body_names=np.array(c.body_names), command_vel=self.command_vel.astype(np.float32),
-            **{k: np.asarray(getattr(c, k), dtype=np.float32) for k in
-               ("joint_pos", "joint_vel", "body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w")},
-        )  # fmt: skip
+        self.clip.save(path, command_vel=self.command_vel.astype(np.float32))
 
 
 class RecordError(RuntimeError):
