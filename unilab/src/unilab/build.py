@@ -26,7 +26,7 @@ from unilab.config import ConfigError, build_run_model, owner_config_files, reso
 from unilab.errors import UserError
 from unilab.plugins import ALGORITHMS, BACKENDS, TASKS, lookup
 from unilab.resume import apply_resume, find_resume_checkpoint, read_resume_checkpoint
-from unilab_rl.device import resolve_device, warn_cpu_learner
+from unilab_rl.device import is_auto, resolve_device, warn_cpu_learner
 from unilab_rl.learner import Learner
 from unilab_rl.runtime import RuntimeConfig
 from unisim import CapabilityError
@@ -246,7 +246,7 @@ def plan(algo: str, task: str, sim: str, algo_reg, task_reg, backend_reg, cfg: B
         robot=cfg.robot,
         seed=seed,
     )
-    cpu_fallback = dctx.device is None and device.type == "cpu" and str(cfg.training.device).strip().lower() == "auto"
+    cpu_fallback = dctx.device is None and device.type == "cpu" and is_auto(cfg.training.device)
     return RunPlan(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, algo_cfg, runtime, dctx, device, seed,
                    threads, env_fn, tensor_native, resume_path, resume_payload, cpu_fallback)
 

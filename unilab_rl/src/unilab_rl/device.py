@@ -54,6 +54,11 @@ def warn_cpu_learner() -> None:
     )
 
 
+def is_auto(name: str | torch.device | None) -> bool:
+    """Whether ``name`` asks :func:`resolve_device` to pick the device (``"auto"`` or None)."""
+    return name is None or (isinstance(name, str) and name.strip().lower() == "auto")
+
+
 def resolve_device(name: str | torch.device | None = "auto", *, warn: bool = True) -> torch.device:
     """Turn a device name into a usable :class:`torch.device`.
 
@@ -71,7 +76,7 @@ def resolve_device(name: str | torch.device | None = "auto", *, warn: bool = Tru
         DeviceUnavailableError: the named device is not a device torch knows, or this machine
             lacks it (message lists the available ones). Never falls back silently.
     """
-    if name is None or (isinstance(name, str) and name.strip().lower() == "auto"):
+    if is_auto(name):
         for device_type in _AUTO_ORDER:
             if _device_count(device_type) > 0:
                 return torch.device(device_type, 0) if device_type != "mps" else torch.device("mps")
@@ -98,4 +103,4 @@ def resolve_device(name: str | torch.device | None = "auto", *, warn: bool = Tru
     return device
 
 
-__all__ = ["DeviceUnavailableError", "available_devices", "resolve_device"]
+__all__ = ["DeviceUnavailableError", "available_devices", "is_auto", "resolve_device", "warn_cpu_learner"]
