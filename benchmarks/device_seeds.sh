@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Several trainings side by side on the one-GPU machine (nvidia-h200, 16 cores), each on its own
-# cores, then `unilab eval` of each run's final policy with this tree's code.
+# cores, then `unilab eval` of each run's final policy with this tree's code, on the same cores.
 #
 # Usage (repository root, on the device machine):
 #   bash benchmarks/device_seeds.sh OUTDIR LIMIT_S "TAG CODE CPUS ALGO TASK [key=value ...]" ...
@@ -14,7 +14,9 @@
 # Brings back OUTDIR/<TAG>.tgz: run_summary.json, run_config.json, learning_curve.png, the
 # TensorBoard events, eval_*.json, policy.onnx, train.log and eval.txt. With RECORD_TAGS="TAG ..."
 # set, those (new-code g1_walk_flat) runs also record the stepping clips of
-# scripts/motion_commands/*.yaml with `unilab motion record` into the tgz's clips/.
+# scripts/motion_commands/*.yaml with `unilab motion record` into the tgz's clips/. With
+# POST_EVAL="COMMAND" set, `COMMAND RUN_DIR` runs after each run's evaluation, while its
+# checkpoints are still there (e.g. POST_EVAL="python3 benchmarks/actor_average_ab.py").
 set -uo pipefail
 out=$1; limit=$2; shift 2
 mkdir -p "$out"; nproc; nvidia-smi -L
@@ -46,23 +48,38 @@ done
 wait "${pids[@]}"
 
 # Evaluate every run's final policy with this tree's code (old runs' configs are read through the
-# key migration), one at a time on all cores, and pack what comes back.
-for spec in "$@"; do
-  read -r tag code cpus algo task _ <<<"$spec"
+# key migration), each on its run's cores, all at once, then pack what comes back.
+finish() {
+  local tag=$1 cpus=$3 algo=$4 task=$5 d name script
   d=$(ls -td /tmp/runs/"$tag"/"$algo"/"$task"/*/ 2>/dev/null | head -1)
-  [ -n "$d" ] || { echo "[$tag] no run directory"; tail -n 20 "/tmp/runs/$tag.log"; continue; }
+  [ -n "$d" ] || { echo "[$tag] no run directory" >"/tmp/runs/$tag.finish"; tail -n 20 "/tmp/runs/$tag.log" >>"/tmp/runs/$tag.finish"; return; }
   cp "/tmp/runs/$tag.log" "$d/train.log"
-  PYTHONPATH=/tmp/site_new python3 -m unilab.cli eval "$d" >"$d/eval.txt" 2>&1 || echo "[$tag] eval failed" >>"$d/eval.txt"
-  PYTHONPATH=/tmp/site_new python3 -m unilab.cli export "$d" >>"$d/eval.txt" 2>&1 || true
+  export PYTHONPATH=/tmp/site_new
+  taskset -c "$cpus" python3 -m unilab.cli eval "$d" >"$d/eval.txt" 2>&1 || echo "[$tag] eval failed" >>"$d/eval.txt"
+  taskset -c "$cpus" python3 -m unilab.cli export "$d" >>"$d/eval.txt" 2>&1 || true
   if [[ " ${RECORD_TAGS:-} " == *" $tag "* ]]; then
     mkdir -p "$d/clips"
     for script in scripts/motion_commands/*.yaml; do
       name=$(basename "$script" .yaml)
-      PYTHONPATH=/tmp/site_new python3 -m unilab.cli motion record "$d" --commands "$script" \
+      taskset -c "$cpus" python3 -m unilab.cli motion record "$d" --commands "$script" \
         --out "$d/clips/$name.npz" >>"$d/eval.txt" 2>&1 || echo "[$tag] record $name failed" >>"$d/eval.txt"
     done
   fi
-  echo "== $tag"; tail -n 3 "$d/train.log"; cat "$d/eval.txt"
+  if [ -n "${POST_EVAL:-}" ]; then
+    # shellcheck disable=SC2086
+    taskset -c "$cpus" $POST_EVAL "$d" >>"$d/eval.txt" 2>&1 || echo "[$tag] POST_EVAL failed" >>"$d/eval.txt"
+  fi
+  { echo "== $tag"; tail -n 3 "$d/train.log"; cat "$d/eval.txt"; } >"/tmp/runs/$tag.finish"
   rm -f "$d"/model_*.pt  # policy.onnx holds the policy; checkpoints stay behind (size)
   tar czf "$out/$tag.tgz" -C "$d" .
+}
+pids=()
+for spec in "$@"; do
+  # shellcheck disable=SC2086
+  finish $spec & pids+=($!)
+done
+wait "${pids[@]}"
+for spec in "$@"; do
+  read -r tag _ <<<"$spec"
+  cat "/tmp/runs/$tag.finish"
 done

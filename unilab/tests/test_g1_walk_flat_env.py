@@ -124,6 +124,28 @@ def test_reward_weights_switch_terms_on_and_off():
     env.close()
 
 
+def test_the_fine_linear_kernel_scores_the_same_error_in_a_narrower_kernel():
+    """``track_linear_velocity_fine`` is exp(-e / fine_std^2) of the wide term's error e, so with
+    widths 0.5 and 0.25 it is the wide kernel to the power (0.5 / 0.25)^2 = 4, row by row."""
+    env = build(num_envs=4, rewards={"track_linear_velocity_fine": 2.0}, tracking={"lin_vel_fine_std": 0.25})
+    env.reset()
+    names = list(env.reward_manager.terms)
+    wide, fine = names.index("track_linear_velocity"), names.index("track_linear_velocity_fine")
+    torch.manual_seed(0)
+    spread = 0.0
+    for _ in range(10):
+        env.step(torch.randn(4, 29) * 0.3)
+        values = env.reward_manager.last_values()
+        torch.testing.assert_close(values[:, fine], values[:, wide] ** 4, rtol=1e-4, atol=1e-6)
+        spread = max(spread, float((values[:, wide] - values[:, fine]).abs().max()))
+    assert spread > 1e-3  # the two kernels differ on these states
+    assert env.reward_manager.terms["track_linear_velocity_fine"].weight == 2.0
+    default = build(num_envs=2)
+    assert "track_linear_velocity_fine" not in default.reward_manager.terms  # off by default
+    default.close()
+    env.close()
+
+
 def test_randomization_and_pushes_are_switchable():
     on = build(num_envs=2)
     off = build(num_envs=2, domain_randomization={"enabled": False}, push={"enabled": False})

@@ -101,6 +101,65 @@ def test_inference_policy_matches_deterministic_act(make_env, make_sac) -> None:
     torch.testing.assert_close(sac.inference_policy()(obs), sac.act(obs, deterministic=True))
 
 
+def test_the_actor_average_follows_the_actor_by_its_rate_and_is_what_is_deployed(make_env, make_sac) -> None:
+    """``actor_ema``: after each actor update ``average <- average + r (actor - average)``; the
+    deterministic policy is the average's, sampling stays the online actor's; off, there is none."""
+    env = make_env()
+    assert make_sac(env).actor_average is None
+    rate = 0.25
+    sac = make_sac(env, actor_ema=rate, num_updates=1, actor_update_period=1)
+    _fill(sac, env, 4)
+    vector = torch.nn.utils.parameters_to_vector
+    assert torch.equal(vector(sac.actor_average.parameters()), vector(sac.actor.parameters()))
+    expected = vector(sac.actor_average.parameters()).clone()
+    for _ in range(3):
+        sac.update()  # one critic and one actor update each
+        expected += rate * (vector(sac.actor.parameters()) - expected)
+        torch.testing.assert_close(vector(sac.actor_average.parameters()), expected)
+    assert not torch.allclose(expected, vector(sac.actor.parameters()))  # it lags the actor
+    assert all(not p.requires_grad for p in sac.actor_average.parameters())
+
+    obs = torch.randn(10, 1) * 3
+    normalized = sac.normalize("actor", obs)
+    with torch.no_grad():
+        averaged = sac.actor_average.deterministic_action(normalized)
+        online = sac.actor.deterministic_action(normalized)
+    assert not torch.allclose(averaged, online)
+    torch.testing.assert_close(sac.act(obs, deterministic=True), averaged)
+    torch.testing.assert_close(sac.inference_policy()(obs), averaged)
+    torch.manual_seed(3)
+    sampled = sac.act(obs)
+    torch.manual_seed(3)
+    torch.testing.assert_close(sampled, sac.exploration_policy()(obs))
+    with torch.no_grad():
+        torch.manual_seed(3)
+        from_online, _ = sac.actor.sample(normalized)
+    torch.testing.assert_close(sampled, from_online)
+
+
+def test_the_actor_average_round_trips_and_starts_from_the_actor_without_one(make_env, make_sac) -> None:
+    env = make_env()
+    sac = make_sac(env, actor_ema=0.5, num_updates=1, actor_update_period=1)
+    _fill(sac, env, 4)
+    for _ in range(2):
+        sac.update()
+    state = sac.state_dict()
+    torch.manual_seed(123)
+    restored = make_sac(env, actor_ema=0.5)
+    restored.load_state_dict(state)
+    obs = torch.randn(8, 1)
+    assert torch.equal(restored.act(obs, deterministic=True), sac.act(obs, deterministic=True))
+
+    del state["actor_average"]  # a checkpoint written with the average off
+    torch.manual_seed(321)
+    from_plain = make_sac(env, actor_ema=0.5)
+    from_plain.load_state_dict(state)
+    with torch.no_grad():
+        online = sac.actor.deterministic_action(sac.normalize("actor", obs))
+    assert torch.equal(from_plain.act(obs, deterministic=True), online)
+    assert "actor_average" not in make_sac(env).state_dict()
+
+
 def test_config_is_copied_not_mutated(make_env) -> None:
     env = make_env(num_envs=4)
     cfg = SACConfig(batch_size=16, buffer_size_per_env=8, actor_hidden=(8,), critic_hidden=(8,))
@@ -121,7 +180,7 @@ def test_target_entropy_scale(make_env, make_sac) -> None:
 @pytest.mark.parametrize(
     ("field", "value"),
     [("gamma", 1.5), ("tau", 0.0), ("batch_size", 0), ("critic_reduction", "max"), ("init_temperature", 0.0),
-     ("actor_hidden", ())],
+     ("actor_hidden", ()), ("actor_ema", 1.5), ("actor_ema", -0.1)],
 )
 def test_config_rejects_bad_values_naming_the_field(field: str, value) -> None:
     with pytest.raises(ValueError, match=field):
@@ -164,13 +223,14 @@ def test_cuda_graph_setting_is_checked(make_env, make_sac) -> None:
 def test_cuda_graph_replays_take_the_eager_steps(make_env, make_sac) -> None:
     """Captured steps do what the eager steps do: the same random rows (both draw with
     sample_capturable from the device generator), the same losses and the same weights after 4
-    iterations, of which the first runs the warm-up steps and the second captures."""
+    iterations, of which the first runs the warm-up steps and the second captures. The actor's
+    moving average is part of the captured actor step."""
     agents = []
     for graph in (True, False):
         torch.manual_seed(0)
         env = make_env(num_envs=16)
         sac = make_sac(env, device="cuda", cuda_graph=graph, compile=False, num_updates=4, actor_update_period=2,
-                       batch_size=64, symmetry=False)
+                       batch_size=64, symmetry=False, actor_ema=0.1)
         _fill(sac, env, 8)
         if not graph:
             sac.sample_batch = lambda s=sac: s.replay.sample_capturable(s.cfg.batch_size, s.mirror)
@@ -182,7 +242,8 @@ def test_cuda_graph_replays_take_the_eager_steps(make_env, make_sac) -> None:
         assert a.keys() == b.keys()
         for key in a:
             assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-5), key
-    for p, q in zip([*graphed.actor.parameters(), *graphed.critic_target.parameters(), graphed.log_alpha],
-                    [*eager.actor.parameters(), *eager.critic_target.parameters(), eager.log_alpha]):
+    nets = ("actor", "actor_average", "critic_target")
+    for p, q in zip([*(p for n in nets for p in getattr(graphed, n).parameters()), graphed.log_alpha],
+                    [*(p for n in nets for p in getattr(eager, n).parameters()), eager.log_alpha]):
         torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5)
     assert graphed.critic_optimizer.param_groups[0]["capturable"]

@@ -104,6 +104,9 @@ class TrackingConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     lin_vel_std: float = Field(0.5, gt=0.0, description="track_linear_velocity width, m/s (mjlab 0.5)")
+    lin_vel_fine_std: float = Field(
+        0.25, gt=0.0, description="track_linear_velocity_fine width, m/s: the narrow kernel added to the wide one"
+    )
     ang_vel_kernel: Literal["coupled", "yaw"] = Field(
         "yaw", description="yaw: yaw error only (holosoma); coupled: yaw error + roll/pitch rate (mjlab)"
     )
@@ -127,6 +130,12 @@ class RewardWeights(BaseModel):
     model_config = ConfigDict(extra="forbid")
     track_linear_velocity: float = Field(
         4.0, description="exp(-(|v_xy - cmd_xy|^2 + v_z^2) / env.tracking.lin_vel_std^2)"
+    )
+    track_linear_velocity_fine: float = Field(
+        0.0,
+        description="the same error in a narrow kernel, exp(-(...) / env.tracking.lin_vel_fine_std^2): "
+        "added to the wide one, it keeps its pull where the wide kernel is nearly flat (errors of "
+        "0.1-0.3 m/s, the walking suite's tolerances)",
     )
     track_angular_velocity: float = Field(
         2.0, description="the env.tracking.ang_vel_kernel kernel of the yaw-rate command"

@@ -48,6 +48,8 @@ class SAC(ScheduleFromConfig):
 
     Attributes:
         actor, critic, critic_target: the networks (:class:`Actor`, :class:`Critic`).
+        actor_average: the moving average of the actor's parameters (``cfg.actor_ema > 0``), the
+            deployed deterministic policy; ``None`` when off.
         log_alpha: () float32 leaf tensor, log of the temperature.
         target_entropy: float, ``-cfg.target_entropy_scale * num_actions``.
         obs_normalizers: ``nn.ModuleDict`` group -> :class:`RunningMeanStd` (empty when
@@ -109,6 +111,9 @@ class SAC(ScheduleFromConfig):
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self._target_params = list(self.critic_target.parameters())
         self._online_params = list(self.critic.parameters())
+        self.actor_average: Actor | None = None
+        if cfg.actor_ema > 0:
+            self.actor_average = copy.deepcopy(self.actor).requires_grad_(False)
         self.log_alpha = torch.tensor(math.log(cfg.init_temperature), device=self.device, requires_grad=True)
         self.target_entropy = -cfg.target_entropy_scale * self.num_actions
 
@@ -160,7 +165,7 @@ class SAC(ScheduleFromConfig):
         """
         obs = self.normalize(self.actor_group, obs_actor.to(self.device, torch.float32))
         if deterministic:
-            actions = self.actor.deterministic_action(obs)
+            actions = self.deployed_actor.deterministic_action(obs)
         else:
             actions, _ = self.actor.sample(obs)
         return actions.to(self.env_device)
@@ -187,9 +192,17 @@ class SAC(ScheduleFromConfig):
         """
         return ExplorationPolicy(self.actor, self.obs_normalizers[self.actor_group] if self.obs_normalizers else None)
 
+    @property
+    def deployed_actor(self) -> Actor:
+        """The actor whose mean action is deployed: :attr:`actor_average` when ``cfg.actor_ema > 0``,
+        else the online :attr:`actor`."""
+        return self.actor if self.actor_average is None else self.actor_average
+
     def inference_policy(self) -> DeterministicPolicy:
-        """A module mapping raw actor observations (B, Da) to deterministic actions (B, A); shares weights."""
-        return DeterministicPolicy(self.actor, self.obs_normalizers[self.actor_group] if self.obs_normalizers else None)
+        """A module mapping raw actor observations (B, Da) to the deterministic actions (B, A) of
+        :attr:`deployed_actor`; shares weights."""
+        normalizer = self.obs_normalizers[self.actor_group] if self.obs_normalizers else None
+        return DeterministicPolicy(self.deployed_actor, normalizer)
 
     # -- Storing ----------------------------------------------------------------------------
 
@@ -359,7 +372,8 @@ class SAC(ScheduleFromConfig):
         return torch.stack([qf_loss.detach(), (info["qf1"] + info["qf2"]) / 2])
 
     def _actor_step(self, batch: Batch) -> torch.Tensor:
-        """One actor and one temperature gradient step on ``batch``'s observations.
+        """One actor and one temperature gradient step on ``batch``'s observations, then the moving
+        average of the actor (``cfg.actor_ema``).
 
         Returns:
             (4,) float32, detached: actor loss, temperature loss, entropy estimate, alpha after the step.
@@ -372,6 +386,8 @@ class SAC(ScheduleFromConfig):
             loss + temperature_loss, [self.actor_optimizer, self.alpha_optimizer],
             self.actor.parameters(), self.cfg.max_grad_norm, self.grad_sync,
         )  # fmt: skip
+        if self.actor_average is not None:
+            sac_update.polyak_update(self.actor_average.parameters(), self.actor.parameters(), self.cfg.actor_ema)
         return torch.stack([loss.detach(), temperature_loss.detach(), info["entropy"], self.log_alpha.detach().exp()])
 
     def update(self) -> dict[str, float]:
@@ -436,9 +452,10 @@ class SAC(ScheduleFromConfig):
         Returns:
             dict with ``actor``, ``critic``, ``critic_target``, ``log_alpha``, ``actor_optimizer``,
             ``critic_optimizer``, ``alpha_optimizer``, ``obs_normalizers``, ``iteration``,
-            ``num_critic_updates`` and (informative only, not read back) ``config``.
+            ``num_critic_updates``, ``actor_average`` (only with ``cfg.actor_ema > 0``) and
+            (informative only, not read back) ``config``.
         """
-        return {
+        state = {
             "actor": self.actor.state_dict(),
             "critic": self.critic.state_dict(),
             "critic_target": self.critic_target.state_dict(),
@@ -451,15 +468,23 @@ class SAC(ScheduleFromConfig):
             "num_critic_updates": self.num_critic_updates,
             "config": dataclasses.asdict(self.cfg),
         }
+        if self.actor_average is not None:
+            state["actor_average"] = self.actor_average.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore from :meth:`state_dict` (tensors may be on any device).
+
+        With ``cfg.actor_ema > 0`` and no ``actor_average`` in ``state`` (a checkpoint written
+        with the average off), the average starts from the restored actor.
 
         Raises:
             KeyError: a required entry is missing.
             RuntimeError: a network's shapes differ (from ``nn.Module.load_state_dict``).
         """
         self.actor.load_state_dict(state["actor"])
+        if self.actor_average is not None:
+            self.actor_average.load_state_dict(state.get("actor_average", state["actor"]))
         self.critic.load_state_dict(state["critic"])
         self.critic_target.load_state_dict(state["critic_target"])
         with torch.no_grad():

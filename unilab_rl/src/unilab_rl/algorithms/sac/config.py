@@ -116,6 +116,18 @@ class SACConfig:
     (a gait that drifts one way) is still a fixed point of the update. Costs one actor pass over
     twice the rows; the exported ONNX graph holds both passes. Off by default."""
 
+    # -- Deployed policy --------------------------------------------------------------------
+    actor_ema: float = 0.0
+    """Rate of an exponential moving average of the actor's parameters,
+    ``average <- (1 - actor_ema) average + actor_ema actor``, taken after every actor update; 0
+    turns it off. When on, the deterministic policy (play, evaluation, export,
+    ``act(deterministic=True)``) is the average, while collection keeps exploring with the online
+    actor. An off-policy actor keeps moving between updates; the average is the centre of where it
+    has recently been (Polyak-Ruppert averaging, Polyak & Juditsky 1992, SIAM J. Control Optim.
+    30(4); for deep RL policies, Nikishin et al. 2018, "Improving Stability in Deep Reinforcement
+    Learning with Weight Averaging"). 0.005 averages over about the last 200 actor updates
+    (100 iterations at the default ``num_updates`` / ``actor_update_period``)."""
+
     def __post_init__(self) -> None:
         """Check value ranges.
 
@@ -137,6 +149,8 @@ class SACConfig:
             raise ValueError(f"SACConfig.gamma must be in [0, 1], got {self.gamma!r}")
         if not 0.0 < self.tau <= 1.0:
             raise ValueError(f"SACConfig.tau must be in (0, 1], got {self.tau!r}")
+        if not 0.0 <= self.actor_ema <= 1.0:
+            raise ValueError(f"SACConfig.actor_ema must be in [0, 1] (0: off), got {self.actor_ema!r}")
         if self.equivariant_actor and not self.symmetry:
             raise ValueError("SACConfig.equivariant_actor=True needs SACConfig.symmetry=True (the env's mirror, "
                              "and observation statistics that commute with it), got SACConfig.symmetry=False")
