@@ -103,3 +103,19 @@ def test_env_logs_the_levels_and_the_config_checks_the_tracking_weights():
     with pytest.raises(ConfigError, match=r"env.commands.curriculum.enabled=true needs positive"):
         resolve_config(build_run_model(_Algo, G1WalkFlatConfig), [],
                        ["env.commands.curriculum.enabled=true", "env.rewards.track_angular_velocity=0"])
+
+
+def test_the_linear_deadband_zeroes_small_linear_draws_and_keeps_everything_else():
+    """``lin_vel_deadband``: draws whose (v_x, v_y) norm is below it become pure yaw commands;
+    the other rows, and every yaw rate, are the draws without the deadband (no extra random draw)."""
+    import dataclasses
+
+    plain = mdp.UniformVelocityCommand(stand_in_env(), RANGES).command
+    banded = mdp.UniformVelocityCommand(stand_in_env(), dataclasses.replace(RANGES, lin_vel_deadband=0.3)).command
+    small = torch.linalg.vector_norm(plain[:, :2], dim=1) < 0.3
+    assert 0 < int(small.sum()) < N  # some rows of each kind in this draw
+    assert torch.all(banded[small, :2] == 0.0)
+    assert torch.equal(banded[~small], plain[~small])
+    assert torch.equal(banded[:, 2], plain[:, 2])
+    g1 = G1WalkFlatConfig(commands={"lin_vel_deadband": 0.2}).commands
+    assert g1.lin_vel_deadband == 0.2 and G1WalkFlatConfig().commands.lin_vel_deadband == 0.0

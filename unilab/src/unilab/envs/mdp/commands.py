@@ -16,6 +16,10 @@ class VelocityCommandRanges:
         lin_vel_x, lin_vel_y: m/s in the base frame; ang_vel_z: rad/s.
         resampling_time_s: a new command is drawn after U(range) s.
         standing_fraction: share of draws that command zero velocity.
+        lin_vel_deadband: m/s; a drawn (v_x, v_y) with norm below it is set to zero, the yaw rate
+            kept, so that turning in place is trained rather than only nearly trained
+            (legged_gym's "set small commands to zero", 0.2 m/s: leggedrobotics/legged_gym
+            ``legged_robot.py``, ``_resample_commands``); 0 turns it off.
     """
 
     lin_vel_x: tuple[float, float] = (-1.0, 1.0)
@@ -23,6 +27,7 @@ class VelocityCommandRanges:
     ang_vel_z: tuple[float, float] = (-1.0, 1.0)
     resampling_time_s: tuple[float, float] = (3.0, 8.0)
     standing_fraction: float = 0.1
+    lin_vel_deadband: float = 0.0
 
 
 @dataclass
@@ -103,6 +108,8 @@ class UniformVelocityCommand:
         cmd = u[0:3].T
         standing = u[3] < r.standing_fraction
         cmd[standing] = 0.0
+        if r.lin_vel_deadband > 0.0:
+            cmd[:, :2] *= (torch.linalg.vector_norm(cmd[:, :2], dim=1) >= r.lin_vel_deadband).unsqueeze(1)
         self.command[env_ids] = cmd
         self.is_standing[env_ids] = standing
         self.time_left[env_ids] = u[4]

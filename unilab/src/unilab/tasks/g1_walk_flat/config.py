@@ -72,6 +72,11 @@ class CommandsConfig(BaseModel):
     ang_vel_z: tuple[float, float] = Field((-1.0, 1.0), description="yaw rate, rad/s")
     resampling_time_s: tuple[float, float] = Field((3.0, 8.0), description="s between draws")
     standing_fraction: float = Field(0.1, ge=0.0, le=1.0, description="share of zero commands")
+    lin_vel_deadband: float = Field(
+        0.0, ge=0.0,
+        description="m/s: a drawn (v_x, v_y) with norm below this is set to zero, the yaw rate kept, so "
+        "turning in place is trained (legged_gym: 0.2); 0 is off",
+    )
     curriculum: CommandCurriculumConfig = CommandCurriculumConfig()
 
     @field_validator("lin_vel_x", "lin_vel_y", "ang_vel_z")

@@ -278,6 +278,7 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot=None) -> EnvCfg:
         ang_vel_z=c.ang_vel_z,
         resampling_time_s=c.resampling_time_s,
         standing_fraction=c.standing_fraction,
+        lin_vel_deadband=c.lin_vel_deadband,
     )
     cc = c.curriculum
     curriculum = (
