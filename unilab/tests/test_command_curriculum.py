@@ -17,7 +17,7 @@ from unisim.backends.mujoco import MujocoBackend
 N, EPISODE_S, WEIGHT = 64, 20.0, 2.0
 RANGES = mdp.VelocityCommandRanges(
     lin_vel_x=(-1.0, 1.0), lin_vel_y=(-0.5, 0.5), ang_vel_z=(-1.0, 1.0),
-    resampling_time_s=(100.0, 100.0), standing_fraction=0.0,
+    resampling_time_s=(100.0, 100.0), standing_fraction=0.0, lin_vel_deadband=0.0,
 )  # fmt: skip
 
 
@@ -118,4 +118,4 @@ def test_the_linear_deadband_zeroes_small_linear_draws_and_keeps_everything_else
     assert torch.equal(banded[~small], plain[~small])
     assert torch.equal(banded[:, 2], plain[:, 2])
     g1 = G1WalkFlatConfig(commands={"lin_vel_deadband": 0.2}).commands
-    assert g1.lin_vel_deadband == 0.2 and G1WalkFlatConfig().commands.lin_vel_deadband == 0.0
+    assert g1.lin_vel_deadband == 0.2 and G1WalkFlatConfig(commands={"lin_vel_deadband": 0}).commands.lin_vel_deadband == 0

@@ -110,6 +110,7 @@ def test_episode_logs_name_every_reward_and_termination_term():
         "track_linear_velocity", "track_angular_velocity", "upright", "pose", "body_ang_vel",
         "angular_momentum", "action_rate_l2", "joint_pos_limits", "foot_clearance", "foot_slip",
         "self_collisions", "alive", "feet_phase", "orientation_l2", "pose_l2", "ang_vel_xy",
+        "track_linear_velocity_fine",
     }  # fmt: skip
     terminations = {k.split("/", 1)[1] for k in log if k.startswith("Episode_Termination/")}
     assert terminations == {"time_out", "fell_over", "nan_state"}
@@ -127,7 +128,7 @@ def test_reward_weights_switch_terms_on_and_off():
 def test_the_fine_linear_kernel_scores_the_same_error_in_a_narrower_kernel():
     """``track_linear_velocity_fine`` is exp(-e / fine_std^2) of the wide term's error e, so with
     widths 0.5 and 0.25 it is the wide kernel to the power (0.5 / 0.25)^2 = 4, row by row."""
-    env = build(num_envs=4, rewards={"track_linear_velocity_fine": 2.0}, tracking={"lin_vel_fine_std": 0.25})
+    env = build(num_envs=4, rewards={"track_linear_velocity_fine": 3.0}, tracking={"lin_vel_fine_std": 0.25})
     env.reset()
     names = list(env.reward_manager.terms)
     wide, fine = names.index("track_linear_velocity"), names.index("track_linear_velocity_fine")
@@ -139,10 +140,10 @@ def test_the_fine_linear_kernel_scores_the_same_error_in_a_narrower_kernel():
         torch.testing.assert_close(values[:, fine], values[:, wide] ** 4, rtol=1e-4, atol=1e-6)
         spread = max(spread, float((values[:, wide] - values[:, fine]).abs().max()))
     assert spread > 1e-3  # the two kernels differ on these states
-    assert env.reward_manager.terms["track_linear_velocity_fine"].weight == 2.0
-    default = build(num_envs=2)
-    assert "track_linear_velocity_fine" not in default.reward_manager.terms  # off by default
-    default.close()
+    assert env.reward_manager.terms["track_linear_velocity_fine"].weight == 3.0
+    off = build(num_envs=2, rewards={"track_linear_velocity_fine": 0.0})
+    assert "track_linear_velocity_fine" not in off.reward_manager.terms
+    off.close()
     env.close()
 
 

@@ -23,12 +23,13 @@ JOINTS = list(g1.G1_JOINT_NAMES)
 
 
 # mjlab's recipe alone: the code default without holosoma's gait clock, alive bonus, posture
-# and roll/pitch-rate penalties, yaw-only kernel and penalty curriculum, at mjlab's weights
+# and roll/pitch-rate penalties, yaw-only kernel, penalty curriculum and the narrow linear
+# kernel, at mjlab's weights
 MJLAB = {
     "gait": {"enabled": False}, "penalty_curriculum": {"enabled": False},
     "tracking": {"ang_vel_kernel": "coupled"},
     "rewards": {"alive": 0.0, "feet_phase": 0.0, "orientation_l2": 0.0, "pose_l2": 0.0,
-                "ang_vel_xy": 0.0, "track_linear_velocity": 2.0},
+                "ang_vel_xy": 0.0, "track_linear_velocity": 2.0, "track_linear_velocity_fine": 0.0},
 }  # fmt: skip
 
 

@@ -42,6 +42,7 @@ PLAY_OVERRIDES: dict[str, list[str]] = {
         "env.commands.lin_vel_y=[0.0,0.0]",
         "env.commands.ang_vel_z=[0.0,0.0]",
         "env.commands.standing_fraction=0.0",
+        "env.commands.lin_vel_deadband=0.0",
         "env.reset_xy_m=0.0",
         "env.reset_yaw_rad=0.0",
     ],
@@ -53,8 +54,8 @@ PLAY_OVERRIDES: dict[str, list[str]] = {
     ],
 }
 """Play settings of the built-in tasks, as ``key=value`` overrides of the run config: no
-observation noise, no pushes; g1_walk_flat: a fixed command (walk forward at 0.5 m/s), the start
-pose not shifted or turned; g1_motion_tracking: the clip from its first frame, exact reference
+observation noise, no pushes; g1_walk_flat: a fixed command (walk forward at 0.5 m/s; any
+command the user sets is played as set, however slow), the start pose not shifted or turned; g1_motion_tracking: the clip from its first frame, exact reference
 state (no reset noise). A task can carry its own as a ``play_overrides`` attribute of its TaskSpec,
 which wins over this table. Keys the run's config does not have are skipped (a task's settings
 change over time); the user's overrides are checked strictly."""

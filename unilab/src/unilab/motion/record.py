@@ -210,7 +210,7 @@ def record(
             cmd.ranges = dc_replace(
                 cmd.ranges if isinstance(cmd.ranges, VelocityCommandRanges) else VelocityCommandRanges(),
                 lin_vel_x=target, lin_vel_y=(seg.vy, seg.vy), ang_vel_z=(seg.yaw_rate, seg.yaw_rate),
-                resampling_time_s=(1e9, 1e9), standing_fraction=0.0,
+                resampling_time_s=(1e9, 1e9), standing_fraction=0.0, lin_vel_deadband=0.0,
             )  # fmt: skip
             cmd.command[:] = torch.tensor([seg.vx, seg.vy, seg.yaw_rate], dtype=cmd.command.dtype)
             cmd.is_standing[:] = seg.vx == 0.0 and seg.vy == 0.0 and seg.yaw_rate == 0.0

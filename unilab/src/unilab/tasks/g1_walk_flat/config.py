@@ -73,7 +73,7 @@ class CommandsConfig(BaseModel):
     resampling_time_s: tuple[float, float] = Field((3.0, 8.0), description="s between draws")
     standing_fraction: float = Field(0.1, ge=0.0, le=1.0, description="share of zero commands")
     lin_vel_deadband: float = Field(
-        0.0, ge=0.0,
+        0.2, ge=0.0,
         description="m/s: a drawn (v_x, v_y) with norm below this is set to zero, the yaw rate kept, so "
         "turning in place is trained (legged_gym: 0.2); 0 is off",
     )
@@ -102,10 +102,12 @@ class TrackingConfig(BaseModel):
     roll/pitch rate in one exponent, so the yaw reward collapses while the base rocks
     (pal-robotics/pal_mjlab PR #81). With the coupled kernel SAC policies turned at 0.4-0.9 of
     a 1 rad/s command; with the yaw kernel at 0.99-1.04 (docs/benchmarks.md, "Walking on
-    command"). ``lin_vel_std`` keeps mjlab's width, a wide basin from standing still, and
-    ``env.rewards.track_linear_velocity`` (4.0, twice mjlab's) doubles the pull near the
-    command instead of narrowing the kernel: a 0.35 m/s width left one of two seeds unable to
-    walk forwards."""
+    command"). ``lin_vel_std`` keeps mjlab's width, a wide basin from standing still; alone it
+    is nearly flat at the walking suite's tolerances (0.1-0.15 m/s: exp(-0.04 / 0.25) = 0.85),
+    and a 0.35 m/s width in its place left one of two seeds unable to walk forwards. So the
+    same error also enters a narrow kernel (``lin_vel_fine_std``, reward
+    ``track_linear_velocity_fine``), weighted like the wide one: the wide kernel pulls from
+    afar, the narrow one near the command."""
 
     model_config = ConfigDict(extra="forbid")
     lin_vel_std: float = Field(0.5, gt=0.0, description="track_linear_velocity width, m/s (mjlab 0.5)")
@@ -128,16 +130,16 @@ class RewardWeights(BaseModel):
     Values from mjlab ``Mjlab-Velocity-Flat-Unitree-G1`` (v1.6.0 ``tasks/velocity/
     velocity_env_cfg.py``, ``config/g1/env_cfgs.py``), plus holosoma's G1 ``alive``,
     ``feet_phase``, ``penalty_ang_vel_xy``, ``penalty_orientation`` and ``pose`` (holosoma 0.0.3
-    ``config_values/loco/g1/``, ``managers/reward/terms/locomotion.py``), with
-    ``track_linear_velocity`` at twice mjlab's weight (:class:`TrackingConfig`).
+    ``config_values/loco/g1/``, ``managers/reward/terms/locomotion.py``), and the linear
+    velocity error in a second, narrow kernel (:class:`TrackingConfig`).
     """
 
     model_config = ConfigDict(extra="forbid")
     track_linear_velocity: float = Field(
-        4.0, description="exp(-(|v_xy - cmd_xy|^2 + v_z^2) / env.tracking.lin_vel_std^2)"
+        2.0, description="exp(-(|v_xy - cmd_xy|^2 + v_z^2) / env.tracking.lin_vel_std^2)"
     )
     track_linear_velocity_fine: float = Field(
-        0.0,
+        2.0,
         description="the same error in a narrow kernel, exp(-(...) / env.tracking.lin_vel_fine_std^2): "
         "added to the wide one, it keeps its pull where the wide kernel is nearly flat (errors of "
         "0.1-0.3 m/s, the walking suite's tolerances)",
