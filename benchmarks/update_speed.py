@@ -23,7 +23,15 @@ uniform actions in the action box, rewards N(0, 1), 1 % terminations), then call
 * ``ms/critic update``: that divided by ``num_updates``; ``samples/s``: transitions drawn per
   second (``num_updates * batch_size`` per call); ``ms/1k samples``: the sample cost, ms per
   1,000 transitions drawn, the figure to compare across batch sizes;
-* ``graphs``: whether the timed calls replayed CUDA graphs (the learner's ``cuda_graphs``).
+* ``graphs``: whether the timed calls replayed CUDA graphs (the learner's ``cuda_graphs``);
+* with ``--flops``, ``GFLOP/update`` and ``kFLOP/sample``: the floating-point operations of one
+  ``update()`` call as :class:`torch.utils.flop_counter.FlopCounterMode` counts them (matrix
+  products and convolutions, forward and backward; elementwise ops are not counted), and per
+  transition drawn: what the algorithm's networks cost per sample whatever the hardware. Counted
+  on an extra call after the warm-up; use ``--modes eager`` (compiled graphs hide their ops
+  from the counter), e.g. on a CPU:
+
+    python benchmarks/update_speed.py --device cpu --modes eager --flops --updates 1 --repeats 1 --warmup 0
 
 The replay is shrunk to ``--buffer-per-env`` steps per env (sampling cost does not depend on the
 capacity; FlashSAC's owner replay alone is about 19 GB). The env is built once per process, only
@@ -95,6 +103,13 @@ def one(args: argparse.Namespace, algo: str, mode: str) -> dict:
     first = time.perf_counter() - t0
     for _ in range(args.warmup):
         agent.update()
+    flops = None
+    if args.flops:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        with FlopCounterMode(display=False) as counter:
+            agent.update()
+        flops = counter.get_total_flops()
     times = []
     for _ in range(args.repeats):
         sync()
@@ -109,7 +124,9 @@ def one(args: argparse.Namespace, algo: str, mode: str) -> dict:
             "num_updates": k, "first_s": first, "ms_per_update_call": ms, "ms_per_critic_update": ms / k,
             "samples_per_s": k * batch / (ms / 1e3), "ms_per_1k_samples": ms / (k * batch / 1e3),
             "timings_ms": [1e3 * t for t in times], "compile_backend": getattr(agent, "compile_backend", "eager"),
-            "cuda_graphs": bool(getattr(agent, "cuda_graphs", False))}
+            "cuda_graphs": bool(getattr(agent, "cuda_graphs", False)),
+            "gflop_per_update_call": None if flops is None else flops / 1e9,
+            "kflop_per_sample": None if flops is None else flops / (k * batch) / 1e3}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5, help="timings; the median is reported")
     p.add_argument("--warmup", type=int, default=5, help="untimed update() calls after the first")
     p.add_argument("--buffer-per-env", type=int, default=256)
+    p.add_argument("--flops", action="store_true", help="also count the FLOPs of one update() call")
     p.add_argument("--timeout", type=float, default=900, help="s per algorithm x mode process")
     p.add_argument("--out", default=None, help="write the rows as JSON here")
     p.add_argument("--one", default=None, help=argparse.SUPPRESS)  # ALGO:MODE, in the child process
@@ -159,14 +177,16 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(row), flush=True)
     print()
     print(f"{'algo':10s} {'mode':28s} {'batch':>6s} {'upd':>4s} {'first (s)':>9s} {'ms/update':>10s} "
-          f"{'ms/critic':>10s} {'samples/s':>11s} {'ms/1k samples':>13s} {'graphs':>6s}")
+          f"{'ms/critic':>10s} {'samples/s':>11s} {'ms/1k samples':>13s} {'graphs':>6s}"
+          + (f" {'GFLOP/update':>12s} {'kFLOP/sample':>12s}" if args.flops else ""))
     for r in rows:
         if "error" in r:
             print(f"{r['algo']:10s} {r['mode']:28s} error: {r['error']}")
             continue
         print(f"{r['algo']:10s} {r['mode']:28s} {r['batch_size']:6d} {r['num_updates']:4d} {r['first_s']:9.1f} "
               f"{r['ms_per_update_call']:10.2f} {r['ms_per_critic_update']:10.2f} {r['samples_per_s']:11.0f} "
-              f"{r['ms_per_1k_samples']:13.3f} {str(r['cuda_graphs']).lower():>6s}")
+              f"{r['ms_per_1k_samples']:13.3f} {str(r['cuda_graphs']).lower():>6s}"
+              + (f" {r['gflop_per_update_call']:12.1f} {r['kflop_per_sample']:12.1f}" if args.flops else ""))
     if args.out:
         with open(args.out, "w") as f:
             json.dump(rows, f, indent=2)
