@@ -114,6 +114,7 @@ class SAC(ScheduleFromConfig):
         self.actor_average: Actor | None = None
         if cfg.actor_ema > 0:
             self.actor_average = copy.deepcopy(self.actor).requires_grad_(False)
+            self._average_pairs = (list(self.actor_average.parameters()), list(self.actor.parameters()))
         self.log_alpha = torch.tensor(math.log(cfg.init_temperature), device=self.device, requires_grad=True)
         self.target_entropy = -cfg.target_entropy_scale * self.num_actions
 
@@ -387,7 +388,7 @@ class SAC(ScheduleFromConfig):
             self.actor.parameters(), self.cfg.max_grad_norm, self.grad_sync,
         )  # fmt: skip
         if self.actor_average is not None:
-            sac_update.polyak_update(self.actor_average.parameters(), self.actor.parameters(), self.cfg.actor_ema)
+            sac_update.polyak_update(*self._average_pairs, self.cfg.actor_ema)
         return torch.stack([loss.detach(), temperature_loss.detach(), info["entropy"], self.log_alpha.detach().exp()])
 
     def update(self) -> dict[str, float]:
