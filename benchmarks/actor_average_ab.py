@@ -3,15 +3,19 @@
 One command, from the repository root (packages installed), for SAC runs trained with
 ``algo.actor_ema > 0``:
 
-    python benchmarks/actor_average_ab.py RUN [RUN ...]
+    .venv/bin/python benchmarks/actor_average_ab.py RUN [RUN ...]
 
-For each RUN (a run directory with ``model_last.pt``, else its newest checkpoint) it writes
+For each RUN (a run directory or ``latest``, the newest under ``--log-dir``; with
+``model_last.pt``, else its newest checkpoint) it writes
 ``model_online.pt``, the same checkpoint with the average replaced by the online actor, evaluates
 both with ``unilab eval`` (default suite and rows; records ``eval_walking_online.json`` and the
 run's usual ``eval_walking.json``, which stays the deployed average's; an ``eval_walking.json``
 of the same checkpoint and iteration is reused rather than run again), deletes
-``model_online.pt`` again and prints one line per case: the headline and each axis's error for
-both policies. Both come from one run, so the difference is the averaging alone, not the seed.
+``model_online.pt`` again, restores ``run_summary.json`` as it was before the online actor's
+evaluation, and prints one line per case: the headline and each axis's error for both
+policies. Both come from one run, so the difference is the averaging alone, not the seed. Bad
+input (no such run, no checkpoint, a run trained without the average) is one ``error:`` line,
+exit code 2.
 
 A diagnostic for recipes, not a pass/fail: ``unilab eval`` judges the policy.
 """
@@ -26,18 +30,24 @@ from pathlib import Path
 
 import torch
 
+from unilab.runs import resolve_run_dir
+
+
+class BadInput(Exception):
+    """One ``error:`` line for the user, exit code 2."""
+
 
 def newest_checkpoint(run: Path) -> Path:
     """``model_last.pt``, else the ``model_<N>.pt`` with the largest N.
 
     Raises:
-        SystemExit: the run has no checkpoint.
+        BadInput: the run has no checkpoint.
     """
     if (run / "model_last.pt").is_file():
         return run / "model_last.pt"
     numbered = sorted(run.glob("model_[0-9]*.pt"), key=lambda p: int(p.stem.split("_")[1]))
     if not numbered:
-        raise SystemExit(f"error: {run} has no checkpoint (model_last.pt or model_<N>.pt)")
+        raise BadInput(f"{run} has no checkpoint (model_last.pt or model_<N>.pt)")
     return numbered[-1]
 
 
@@ -46,12 +56,12 @@ def online_checkpoint(checkpoint: Path) -> Path:
     set to ``agent.actor``.
 
     Raises:
-        SystemExit: the checkpoint holds no ``actor_average`` (trained with ``algo.actor_ema=0``).
+        BadInput: the checkpoint holds no ``actor_average`` (trained with ``algo.actor_ema=0``).
     """
     payload = torch.load(checkpoint, map_location="cpu", weights_only=True)
     agent = payload["agent"]
     if "actor_average" not in agent:
-        raise SystemExit(f"error: {checkpoint} has no actor_average; train with algo.actor_ema > 0")
+        raise BadInput(f"{checkpoint} has no actor_average: it was trained with algo.actor_ema=0 (SAC, > 0 to compare)")
     agent["actor_average"] = agent["actor"]
     out = checkpoint.with_name("model_online.pt")
     torch.save(payload, out)
@@ -63,7 +73,7 @@ def evaluate(run: Path, checkpoint: str, record: Path) -> dict:
     cmd = [sys.executable, "-m", "unilab.cli", "eval", str(run), "--checkpoint", checkpoint, "--json", str(record)]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
-        raise SystemExit(f"error: {' '.join(cmd)} exited {done.returncode}: {done.stderr.strip()[-500:]}")
+        raise BadInput(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr.strip()[-500:]}")
     return json.loads(record.read_text())
 
 
@@ -84,10 +94,14 @@ def compare(run: Path) -> None:
     """Evaluate both policies of ``run`` and print the comparison."""
     checkpoint = newest_checkpoint(run)
     online = online_checkpoint(checkpoint)
+    summary = run / "run_summary.json"
+    before = summary.read_bytes() if summary.is_file() else None
     try:
         online_rec = evaluate(run, online.name, run / "eval_walking_online.json")
     finally:
         online.unlink(missing_ok=True)
+        if before is not None:  # the summary's evaluation records stay the deployed policy's
+            summary.write_bytes(before)
     average_rec = None
     if (run / "eval_walking.json").is_file():
         earlier = json.loads((run / "eval_walking.json").read_text())
@@ -106,9 +120,19 @@ def compare(run: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", type=Path, help="run directories")
-    for run in parser.parse_args().runs:
-        compare(run)
+    parser.add_argument("runs", nargs="+", help="run directories, or 'latest'")
+    parser.add_argument("--log-dir", default="logs", help="where 'latest' looks")
+    args = parser.parse_args()
+    try:
+        for run in args.runs:
+            try:
+                run_dir = resolve_run_dir(run, args.log_dir)
+            except FileNotFoundError as exc:
+                raise BadInput(str(exc)) from None
+            compare(run_dir)
+    except BadInput as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -155,3 +155,23 @@ def test_motion_settings_a_user_gets_wrong_say_what_to_write(tmp_path):
     with pytest.raises(MotionFormatError, match=r"--joint-order.*unitree or isaaclab.*got 'unitre'"):
         resolve_joint_order("unitre", csv)  # a misspelt order, not a one-joint list
     assert resolve_joint_order("left_hip_pitch_joint", csv) == ("left_hip_pitch_joint",)
+
+
+@pytest.mark.parametrize(("override", "value"), [("env.rewards.track_linear_velocity_fine", "nan"),
+                                                 ("env.rewards.alive", "inf"), ("env.tracking.lin_vel_fine_std", "-inf")])
+def test_a_non_finite_number_in_the_task_settings_is_one_line(tmp_path, override, value):
+    """A NaN or infinite reward weight would make its term score nothing (the reward manager zeroes
+    non-finite values): refused before anything runs."""
+    line = one_error_line(run_cli("config", "--algo", "sac", "--task", "g1_walk_flat", f"{override}={value}",
+                                  cwd=tmp_path))
+    assert line == f"error: invalid value for {override}: '{value}' (input should be a finite number)"
+
+
+def test_a_deadband_that_zeroes_every_linear_command_is_one_line(tmp_path):
+    line = one_error_line(run_cli("config", "--algo", "sac", "--task", "g1_walk_flat", "env.commands.lin_vel_x=[-0.15,0.15]",
+                                  "env.commands.lin_vel_y=[0,0]", cwd=tmp_path))
+    assert line.startswith("error: invalid env.commands: lin_vel_deadband 0.2 m/s zeroes every linear command of "
+                           "lin_vel_x [-0.15, 0.15] and lin_vel_y [0.0, 0.0]")
+    ok = run_cli("config", "--algo", "sac", "--task", "g1_walk_flat", "env.commands.lin_vel_x=[-0.15,0.15]",
+                 "env.commands.lin_vel_y=[0,0]", "env.commands.lin_vel_deadband=0", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr

@@ -71,7 +71,7 @@ mjlab's largest (0.78)."""
 class SimConfig(BaseModel):
     """Physics settings shared by every backend."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     nthread: int = Field(0, ge=0, description="physics threads; 0 = one per available core")
     cpu_ids: list[int] | None = Field(None, description="cores to pin physics threads to (Linux)")
 
@@ -79,7 +79,7 @@ class SimConfig(BaseModel):
 class RobotConfig(BaseModel):
     """Robot model settings (docs/robots.md)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     name: str = Field("g1", description="robot description (see `unilab plugins`): joints, drives, pose, feet")
     mjcf: FilePath | None = Field(
         None, description="MJCF of that robot, e.g. a Menagerie checkout's g1.xml or scene.xml; joints and "
@@ -94,7 +94,7 @@ class RobotConfig(BaseModel):
 class TrainingConfig(BaseModel):
     """The run: its size and length, seed, devices, files and cadence."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     num_envs: int = Field(1024, ge=1, description="parallel envs (per rank with several ranks)")
     max_iterations: int = Field(
         1000, ge=1, description="iterations to train; one iteration = one env step of every env and its updates"

@@ -24,7 +24,7 @@ command that set it), except the name :data:`SHIPPED`."""
 class MotionConfig(BaseModel):
     """The reference clips and how starts (clip, time) are drawn."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     file: MotionPath | None = Field(
         None,
         description="motion npz (unilab motion import), a folder of npz, a manifest (.yaml/.json: clips "
@@ -45,7 +45,7 @@ class ResetNoiseConfig(BaseModel):
     """Reference-state initialization noise, ± uniform (BeyondMimic ``pose_range``,
     ``velocity_range``, ``joint_position_range``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     enabled: bool = Field(True, description="perturb the reference state at reset")
     pos_xy_m: float = Field(0.05, ge=0.0, description="root x, y, m")
     pos_z_m: float = Field(0.01, ge=0.0, description="root z, m")
@@ -61,7 +61,7 @@ class ResetNoiseConfig(BaseModel):
 class RewardWeights(BaseModel):
     """Reward weights (× env step dt). A weight of 0 switches the term off."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     motion_global_anchor_pos: float = Field(0.5, description="exp(-|p_anchor - p_ref|^2 / std^2)")
     motion_global_anchor_ori: float = Field(0.5, description="exp(-angle(q_anchor, q_ref)^2 / std^2)")
     motion_body_pos: float = Field(1.0, description="relative body positions, mean over bodies")
@@ -76,7 +76,7 @@ class RewardWeights(BaseModel):
 class RewardStds(BaseModel):
     """Widths std of the exp(-error / std^2) tracking kernels (BeyondMimic)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     motion_global_anchor_pos: float = Field(0.3, gt=0.0, description="m")
     motion_global_anchor_ori: float = Field(0.4, gt=0.0, description="rad")
     motion_body_pos: float = Field(0.3, gt=0.0, description="m")
@@ -88,7 +88,7 @@ class RewardStds(BaseModel):
 class TerminationConfig(BaseModel):
     """Tracking-failure thresholds (BeyondMimic)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     anchor_pos_z_m: float = Field(0.25, gt=0.0, description="|z_anchor - z_ref| limit, m")
     anchor_ori: float = Field(0.8, gt=0.0, description="|g_z(anchor) - g_z(ref)| limit (projected gravity)")
     ee_body_pos_z_m: float = Field(0.25, gt=0.0, description="end-effector |z - z_ref| limit, m")
@@ -98,7 +98,7 @@ class DomainRandomizationConfig(BaseModel):
     """Per-world physics randomization at startup (mjlab tracking: foot friction, torso CoM,
     encoder bias)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     enabled: bool = Field(True, description="randomize friction, torso CoM and encoder bias")
     foot_friction: tuple[float, float] = Field((0.3, 1.2), description="sole friction range")
     torso_com_m: tuple[float, float, float] = Field((0.025, 0.05, 0.05), description="torso CoM ± x, y, z, m")
@@ -109,7 +109,7 @@ class PushConfig(BaseModel):
     """Pushes: the base velocity changes by U(±range) every U(interval_s) s (BeyondMimic uses the
     reset velocity ranges); at most ``unilab.config.MAX_PUSH_LIN_VEL`` and ``MAX_PUSH_ANG_VEL``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     enabled: bool = Field(True, description="push the robot")
     interval_s: tuple[float, float] = Field((1.0, 3.0), description="s between pushes")
     lin_vel_xy: float = Field(0.5, ge=0.0, le=MAX_PUSH_LIN_VEL, description="m/s")
@@ -121,7 +121,7 @@ class PushConfig(BaseModel):
 class G1MotionTrackingConfig(BaseModel):
     """g1_motion_tracking settings."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     episode_length_s: float = Field(10.0, gt=0.0, description="time-out, s (500 steps at 50 Hz)")
     decimation: int = Field(4, ge=1, description="physics steps (0.005 s) per env step")
     observation_noise: bool = Field(True, description="uniform noise on actor observations")

@@ -40,7 +40,7 @@ class CommandCurriculumConfig(BaseModel):
     ``unilab play`` and evaluation rebuild the env at the initial level: give them explicit
     commands."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     enabled: bool = Field(False, description="widen the command ranges as tracking improves")
     initial_fraction: float = Field(
         0.5, gt=0.0, le=1.0, description="fraction of each command range at the start"
@@ -66,7 +66,7 @@ class CommandsConfig(BaseModel):
     (google-deepmind/mujoco_playground@d5e6b47 ``locomotion/g1/joystick.py``), resampled every
     3-8 s as mjlab's G1 velocity task (v1.6.0); no heading mode."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     lin_vel_x: tuple[float, float] = Field((-1.0, 1.0), description="forward velocity, m/s")
     lin_vel_y: tuple[float, float] = Field((-0.5, 0.5), description="lateral velocity, m/s")
     ang_vel_z: tuple[float, float] = Field((-1.0, 1.0), description="yaw rate, rad/s")
@@ -91,6 +91,19 @@ class CommandsConfig(BaseModel):
             raise ValueError(f"expected positive times, got {value[0]:g}")
         return _ordered(value)
 
+    @model_validator(mode="after")
+    def _deadband_leaves_linear_commands(self) -> CommandsConfig:
+        """A deadband at or above the largest |(v_x, v_y)| of the ranges would zero every linear
+        command: refused rather than trained silently without any."""
+        reach = math.hypot(max(abs(v) for v in self.lin_vel_x), max(abs(v) for v in self.lin_vel_y))
+        if self.lin_vel_deadband > 0.0 and reach > 0.0 and self.lin_vel_deadband >= reach:
+            raise ValueError(
+                f"lin_vel_deadband {self.lin_vel_deadband:g} m/s zeroes every linear command of lin_vel_x "
+                f"{list(self.lin_vel_x)} and lin_vel_y {list(self.lin_vel_y)} (largest norm {reach:.3g} m/s): "
+                "lower it, or 0 to turn it off"
+            )
+        return self
+
 
 class TrackingConfig(BaseModel):
     """Widths of the velocity-tracking kernels and the form of the angular one.
@@ -109,7 +122,7 @@ class TrackingConfig(BaseModel):
     ``track_linear_velocity_fine``), weighted like the wide one: the wide kernel pulls from
     afar, the narrow one near the command."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     lin_vel_std: float = Field(0.5, gt=0.0, description="track_linear_velocity width, m/s (mjlab 0.5)")
     lin_vel_fine_std: float = Field(
         0.25, gt=0.0, description="track_linear_velocity_fine width, m/s: the narrow kernel added to the wide one"
@@ -134,7 +147,7 @@ class RewardWeights(BaseModel):
     velocity error in a second, narrow kernel (:class:`TrackingConfig`).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     track_linear_velocity: float = Field(
         2.0, description="exp(-(|v_xy - cmd_xy|^2 + v_z^2) / env.tracking.lin_vel_std^2)"
     )
@@ -180,7 +193,7 @@ class DomainRandomizationConfig(BaseModel):
     """Per-world physics randomization, drawn once per world at startup (mjlab ``startup``
     events, v1.6.0 ``tasks/velocity/velocity_env_cfg.py``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     enabled: bool = Field(True, description="randomize friction, torso CoM and encoder bias")
     foot_friction: tuple[float, float] = Field(
         (0.3, 1.2), description="sliding friction of the sole geoms, one value per world"
@@ -202,7 +215,7 @@ class PushVelocityConfig(BaseModel):
     """Push magnitudes ±: half of mjlab's ranges (v1.6.0 velocity task), a milder start; at most
     :data:`MAX_PUSH_LIN_VEL` and :data:`MAX_PUSH_ANG_VEL`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     x: float = Field(0.25, ge=0.0, le=MAX_PUSH_LIN_VEL, description="m/s, world frame")
     y: float = Field(0.25, ge=0.0, le=MAX_PUSH_LIN_VEL, description="m/s, world frame")
     z: float = Field(0.2, ge=0.0, le=MAX_PUSH_LIN_VEL, description="m/s, world frame")
@@ -214,7 +227,7 @@ class PushVelocityConfig(BaseModel):
 class PushConfig(BaseModel):
     """Random pushes: the base velocity changes by U(±velocity) at random intervals per world."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     enabled: bool = Field(True, description="push the robot")
     interval_s: tuple[float, float] = Field((1.0, 3.0), description="s between pushes, U(range)")
     velocity: PushVelocityConfig = PushVelocityConfig()
@@ -235,7 +248,7 @@ class GaitConfig(BaseModel):
     off (with ``env.rewards.feet_phase=0``) gives mjlab's observation layout (actor 99, critic
     111)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     enabled: bool = Field(True, description="add the gait clock, its observation and reward target")
     period_s: float = Field(1.0, gt=0.0, description="mean gait period (left + right step), s")
     frequency_width_hz: float = Field(
@@ -264,7 +277,7 @@ class PenaltyCurriculumConfig(BaseModel):
     (holosoma 0.0.3 G1 locomotion, ``config_values/loco/g1/``;
     :class:`unilab.envs.managers.PenaltyCurriculum`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     enabled: bool = Field(True, description="scale the penalties by episode length")
     initial: float = Field(0.1, ge=0.0, le=1.0, description="penalty scale at the start")
     min_scale: float = Field(0.1, ge=0.0, le=1.0, description="lowest penalty scale")
@@ -281,7 +294,7 @@ class PenaltyCurriculumConfig(BaseModel):
 class G1WalkFlatConfig(BaseModel):
     """g1_walk_flat settings."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     episode_length_s: float = Field(20.0, gt=0.0, description="time-out, s (1000 steps at 50 Hz)")
     decimation: int = Field(4, ge=1, description="physics steps (0.005 s) per env step")
     observation_noise: bool = Field(True, description="uniform noise on actor observations")
