@@ -10,7 +10,9 @@ import math
 import torch
 
 from unilab.envs import mdp
+from unilab.envs.mdp.rewards import stack_sensors
 from unilab.tasks.g1_walk_flat import G1WalkFlatConfig, make_env
+from unilab.tasks.g1_walk_flat.env_cfg import FOOT_POS_SENSORS
 from unilab.utils.math import projected_gravity, quat_from_yaw, quat_mul, quat_rotate_inverse
 from unisim.backends.mujoco import MujocoBackend
 
@@ -116,6 +118,22 @@ def test_reward_terms_equal_their_plain_formulas_over_a_rollout():
         assert checked[0] == 60 and resets[0] >= N  # every step checked, time-outs and falls reset rows
     finally:
         env.close()
+
+
+def test_stacked_foot_sensors_are_one_view_of_the_backend_kept_across_steps():
+    env = make_env(G1WalkFlatConfig(observation_noise=False), backend_cls=MujocoBackend, num_envs=4,
+                   nthread=1, seed=0)
+    names = FOOT_POS_SENSORS
+    env.reset()
+    stacked = stack_sensors(env, names)  # (N, F, 3)
+    assert env.sensor_stack_views[names] is stacked
+    assert stacked.data_ptr() == env.backend.sensor(names[0]).data_ptr()  # a view, no copy
+    assert torch.equal(stacked, torch.stack([env.backend.sensor(n) for n in names], dim=1))
+    before = stacked.clone()
+    env.step(torch.zeros(4, env.num_actions))
+    again = stack_sensors(env, names)
+    assert again is stacked and not torch.equal(again, before)  # the same view, reading this step
+    assert torch.equal(again, torch.stack([env.backend.sensor(n) for n in names], dim=1))
 
 
 def test_projected_gravity_is_the_rotated_down_vector():

@@ -98,6 +98,22 @@ def test_the_command_lists_the_clips_and_starts_a_row_where_asked(env):
     cmd.unpin(rows)
 
 
+def test_pin_and_start_at_refuse_a_clip_outside_the_library_with_one_message(env):
+    cmd = env.commands["motion"]
+    rows = torch.arange(env.num_envs)
+    expected = r"^clip index 2 outside the motion library: expected 0 to 1 \(2 clips\)$"
+    with pytest.raises(ValueError, match=expected):
+        cmd.pin(rows[:1], 2)
+    with pytest.raises(ValueError, match=expected):
+        cmd.start_at(rows[:2], torch.zeros(2, dtype=torch.long), torch.tensor([1, 2]))
+    with pytest.raises(ValueError, match=r"^clip index -1 outside the motion library"):
+        cmd.start_at(rows[:1], torch.zeros(1, dtype=torch.long), torch.tensor([-1]))
+    with pytest.raises(ValueError, match=r"^frame 101 outside clip 'middle': expected 0 to 100 \(101 frames\)$"):
+        cmd.pin(rows[:1], 1, frame=101)
+    cmd.start_at(rows[:2], torch.tensor([0, 500]), torch.tensor([1, 1]))  # frames clamp to the clip
+    assert cmd.clip_index[:2].tolist() == [1, 1] and cmd.time_steps[:2].tolist() == [0, 100]
+
+
 def test_each_clip_ends_at_its_own_last_frame(env):
     cmd = env.commands["motion"]
     rows = torch.arange(env.num_envs)

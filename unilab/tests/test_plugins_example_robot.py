@@ -2,47 +2,29 @@
 distribution: discovered through its entry point, passing unilab's conformance check, and training
 with robot.name set to its name.
 
-pip installs it (no deps, no build isolation: offline and fast) into a folder that is put on
-PYTHONPATH, an environment layer over the project's .venv that the test throws away.
+pip installs it (the ``install_example`` fixture, conftest.py: no deps, no build isolation)
+into a folder that is put on PYTHONPATH, an environment layer over the project's .venv that the
+test throws away.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "unilab-robot-g1-home"
 BIN = Path(sys.executable).parent
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    target = tmp_path_factory.mktemp("g1_home_site")
-    build = tmp_path_factory.mktemp("g1_home_src")
-    # build from a copy: an in-tree build would leave build/ and *.egg-info in examples/
-    subprocess.run(["cp", "-r", f"{EXAMPLE}/.", str(build)], check=True)
-    result = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "-q",
-         "--no-deps", "--no-build-isolation", "--target", str(target), str(build)],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return target
+def example(install_example):
+    return install_example("unilab-robot-g1-home")
 
 
-def run(site: Path, *argv: str, cwd: Path | None = None, timeout: float = 300):
-    env = dict(os.environ, PYTHONPATH=str(site), UNILAB_STRICT_PLUGINS="1")
-    return subprocess.run(list(argv), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def test_installed_example_is_listed_as_a_robot(site):
-    result = run(site, str(BIN / "unilab"), "plugins")
+def test_installed_example_is_listed_as_a_robot(example):
+    result = example.run(str(BIN / "unilab"), "plugins")
     assert result.returncode == 0, result.stderr
     rows = result.stdout.splitlines()
     mine = next(ln for ln in rows if " g1_home " in ln)
@@ -51,16 +33,16 @@ def test_installed_example_is_listed_as_a_robot(site):
     assert result.stderr == ""
 
 
-def test_installed_example_passes_conformance_with_pytest(site, tmp_path):
-    result = run(site, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                 str(EXAMPLE / "tests"), cwd=tmp_path)
+def test_installed_example_passes_conformance_with_pytest(example, tmp_path):
+    result = example.run(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                         str(example.source / "tests"), cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "3 passed" in result.stdout, result.stdout
 
 
-def test_installed_example_trains_with_robot_name_set_to_its_name(site, tmp_path):
-    result = run(
-        site, str(BIN / "unilab"), "train", "--algo", "sac", "--task", "g1_walk_flat", "--preset", "laptop",
+def test_installed_example_trains_with_robot_name_set_to_its_name(example, tmp_path):
+    result = example.run(
+        str(BIN / "unilab"), "train", "--algo", "sac", "--task", "g1_walk_flat", "--preset", "laptop",
         "robot.name=g1_home",
         "training.num_envs=2", "training.max_iterations=3", "algo.batch_size=32",
         "algo.learning_starts=1", "algo.num_updates=1", "algo.buffer_size_per_env=64",

@@ -12,7 +12,8 @@ width, d any group's width. Observations are raw (unnormalized) float32; the lea
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+import dataclasses
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import torch
 from torch import nn
@@ -142,6 +143,120 @@ class ScheduleFromConfig:
         return self.cfg.batch_size
 
 
+class ActorCriticState:
+    """The state members SAC and FlashSAC share: warm-up actions, the temperature, the CUDA-graph
+    flag and the checkpoint of the networks, the temperature, the optimizers and the counters.
+
+    The learner holds ``actor``, ``critic`` and ``critic_target`` (``nn.Module``), a () float32
+    log-temperature leaf tensor and its optimizer (attributes named by :attr:`temperature_key` and
+    :attr:`temperature_optimizer_key`, which are also their checkpoint keys), ``actor_optimizer``
+    and ``critic_optimizer``, the ints ``iteration`` and ``num_critic_updates``, a dataclass
+    ``cfg``, the (A,) float32 action box ``action_low`` / ``action_high`` on ``device``,
+    ``env_device``, ``num_actions``, and ``_graphs``: ``None`` or its captured-step CUDA graphs, an
+    object with a ``captured`` flag that is rebuilt (no argument) after a checkpoint is loaded.
+    Entries of its own go through :meth:`_extra_state` and :meth:`_load_extra_state`.
+    """
+
+    actor: nn.Module
+    critic: nn.Module
+    critic_target: nn.Module
+    actor_optimizer: torch.optim.Optimizer
+    critic_optimizer: torch.optim.Optimizer
+    iteration: int
+    num_critic_updates: int
+    cfg: Any
+    action_low: torch.Tensor
+    action_high: torch.Tensor
+    num_actions: int
+    device: torch.device
+    env_device: torch.device
+    _graphs: Any
+
+    temperature_key: ClassVar[str]
+    """Attribute and checkpoint key of the log-temperature tensor (SAC: ``"log_alpha"``)."""
+    temperature_optimizer_key: ClassVar[str]
+    """Attribute and checkpoint key of its optimizer (SAC: ``"alpha_optimizer"``)."""
+
+    def random_actions(self, num: int, generator: torch.Generator | None = None) -> torch.Tensor:
+        """(num, A) float32 actions uniform in the action box, on the env device (warm-up exploration).
+
+        Args:
+            num: rows.
+            generator: a CPU ``torch.Generator``; the draw is made on the CPU with it
+                (:func:`uniform_actions`), so the synchronous runner and the async collector produce
+                identical warm-up actions from one seed. ``None`` draws from the learner device's
+                global RNG.
+        """
+        if generator is not None:
+            return uniform_actions(self.action_low.cpu(), self.action_high.cpu(), num, generator).to(self.env_device)
+        u = torch.rand(num, self.num_actions, device=self.device)
+        return (self.action_low + (self.action_high - self.action_low) * u).to(self.env_device)
+
+    @property
+    def alpha(self) -> float:
+        """Current temperature, ``exp`` of the log-temperature tensor (synchronizes)."""
+        return float(getattr(self, self.temperature_key).detach().exp())
+
+    @property
+    def cuda_graphs(self) -> bool:
+        """True once ``update`` replays captured CUDA graphs for every kind of step it has run
+        (``runtime.cuda_graph``)."""
+        return self._graphs is not None and self._graphs.captured
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume learning, except the replay buffer (too large; refilled).
+
+        Returns:
+            dict with ``actor``, ``critic``, ``critic_target``, the log temperature (a () float32
+            copy), ``actor_optimizer``, ``critic_optimizer``, the temperature's optimizer, the
+            entries of :meth:`_extra_state`, ``iteration``, ``num_critic_updates`` and
+            (informative only, not read back) ``config``, in that order.
+        """
+        return {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "critic_target": self.critic_target.state_dict(),
+            self.temperature_key: getattr(self, self.temperature_key).detach().clone(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            self.temperature_optimizer_key: getattr(self, self.temperature_optimizer_key).state_dict(),
+            **self._extra_state(),
+            "iteration": self.iteration,
+            "num_critic_updates": self.num_critic_updates,
+            "config": dataclasses.asdict(self.cfg),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore from :meth:`state_dict` (tensors may be on any device): networks, temperature,
+        optimizers, then :meth:`_load_extra_state`, then the counters; captured CUDA graphs are
+        dropped (the optimizers' state tensors were replaced), to be captured anew.
+
+        Raises:
+            KeyError: a required entry is missing.
+            RuntimeError: a network's shapes differ (from ``nn.Module.load_state_dict``).
+        """
+        self.actor.load_state_dict(state["actor"])
+        self.critic.load_state_dict(state["critic"])
+        self.critic_target.load_state_dict(state["critic_target"])
+        with torch.no_grad():
+            getattr(self, self.temperature_key).copy_(state[self.temperature_key])
+        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        getattr(self, self.temperature_optimizer_key).load_state_dict(state[self.temperature_optimizer_key])
+        self._load_extra_state(state)
+        self.iteration = int(state["iteration"])
+        self.num_critic_updates = int(state["num_critic_updates"])
+        if self._graphs is not None:
+            self._graphs = type(self._graphs)()
+
+    def _extra_state(self) -> dict[str, Any]:
+        """The learner's own checkpoint entries, placed after the optimizers (none here)."""
+        return {}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`_extra_state`'s entries; runs after the optimizers are loaded."""
+
+
 def uniform_actions(low: torch.Tensor, high: torch.Tensor, num: int, generator: torch.Generator) -> torch.Tensor:
     """(num, A) float32 actions uniform in ``[low, high]`` ((A,) CPU tensors), drawn with a CPU
     ``generator``: the warm-up draw. A learner's ``random_actions(num, generator)`` must return
@@ -158,4 +273,4 @@ def missing_members(learner: Any) -> list[str]:
     return [n for n in dict.fromkeys(names) if not hasattr(learner, n)]
 
 
-__all__ = ["Learner", "ScheduleFromConfig", "missing_members", "uniform_actions"]
+__all__ = ["ActorCriticState", "Learner", "ScheduleFromConfig", "missing_members", "uniform_actions"]

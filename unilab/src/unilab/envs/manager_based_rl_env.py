@@ -115,6 +115,10 @@ class ManagerBasedRlEnv:
             :func:`unilab.envs.mdp.rewards.step_cached`); cleared when the state changes, its
             command-derived entry (:func:`unilab.envs.mdp.rewards.command_cached`) also when
             the commands change.
+        sensor_stack_views: sensor names -> (N, len(names), dim) strided view of those sensors'
+            readings in the backend's buffer, kept across steps by
+            :func:`unilab.envs.mdp.rewards.stack_sensors` (used while the backend hands out
+            views of the same buffer; read-only).
         episode_length: (N,) int64 env steps since each row's reset.
         physics_time_s: wall seconds spent in ``backend.step`` by :meth:`step` since the env was
             built (the async collector reports it per block: physics vs the env's own work).
@@ -155,6 +159,8 @@ class ManagerBasedRlEnv:
         # values several terms of one step read (e.g. the command speed), cleared whenever the
         # state or the commands change (after the step's command update and after resets)
         self.step_cache: dict = {}
+        # strided views of same-sized sensors, kept across steps (mdp.rewards.stack_sensors)
+        self.sensor_stack_views: dict[tuple[str, ...], torch.Tensor] = {}
 
         self.contact_sensors = {
             name: ContactSensor(self, name, c) for name, c in cfg.contact_sensors.items()

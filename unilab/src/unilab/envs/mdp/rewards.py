@@ -117,14 +117,17 @@ def stack_sensors(env, names: tuple[str, ...]) -> torch.Tensor:
     """(N, len(names), dim) readings of same-sized sensors (shared within a step; read-only).
 
     When the sensors lie at equal distances in the backend's rows (two sensors always do), this
-    is a strided view of them (no copy), kept across steps while the backend hands out views of
-    the same buffer (the view keeps that buffer alive, so an equal address means the same
-    buffer); else a stacked copy.
+    is a strided view of them (no copy), kept across steps in the env's ``sensor_stack_views``
+    while the backend hands out views of the same buffer (the view keeps that buffer alive, so an
+    equal address means the same buffer); else a stacked copy. Envs without
+    ``sensor_stack_views`` (test doubles) build the view anew each step.
     """
 
     def compute() -> torch.Tensor:
         first = env.backend.sensor(names[0])
-        views = env.__dict__.setdefault("_sensor_stack_views", {})
+        views = getattr(env, "sensor_stack_views", None)
+        if views is None:
+            views = {}
         kept = views.get(names)
         if kept is not None and kept.data_ptr() == first.data_ptr():
             return kept

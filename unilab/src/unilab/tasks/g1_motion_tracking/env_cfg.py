@@ -21,13 +21,14 @@ from pathlib import Path
 import torch
 
 from unilab.envs import mdp
-from unilab.envs.contact import ContactSensorCfg, add_contact_sensors
+from unilab.envs.contact import ContactSensorCfg
 from unilab.envs.manager_based_rl_env import EnvCfg, ManagerBasedRlEnv
 from unilab.envs.managers import EventTerm, ObsTerm, RewardTerm, TerminationTerm
 from unilab.motion.library import MotionLibrary, load_motion_library
-from unilab.robots import RobotDescription, g1, robot_scene
+from unilab.robots import RobotDescription, g1
 from unilab.tasks.g1_motion_tracking import mdp as tmdp
 from unilab.tasks.g1_motion_tracking.config import G1MotionTrackingConfig
+from unilab.tasks.scene import task_scene
 
 ##
 # Robot-specific constants (BeyondMimic config/g1/flat_env_cfg.py).
@@ -111,11 +112,9 @@ def make_env_cfg(cfg: G1MotionTrackingConfig, robot=None) -> EnvCfg:
     Raises:
         unilab.robots.RobotModelError: (a ValueError) a robot model that cannot serve, one line.
     """
-    scene = robot_scene(robot)
+    scene, scale = task_scene(robot, contact_sensors)
     desc = scene.robot
-    add_contact_sensors(scene.spec, contact_sensors(desc))
     joint_names = desc.joint_names
-    scale = torch.tensor([scene.action_scale[j] for j in joint_names], dtype=torch.float32)
     step_dt = 0.005 * cfg.decimation
     library = load_task_motion(cfg, step_dt, joint_names)
 

@@ -25,14 +25,15 @@ import math
 import torch
 
 from unilab.envs import mdp, mirror
-from unilab.envs.contact import ContactSensorCfg, add_contact_sensors
+from unilab.envs.contact import ContactSensorCfg
 from unilab.envs.manager_based_rl_env import EnvCfg, ManagerBasedRlEnv
 from unilab.envs.managers import EventTerm, ObsTerm, PenaltyCurriculum, RewardTerm, TerminationTerm
 from unilab.envs.mirror import MirrorRule
-from unilab.robots import RobotDescription, robot_scene
+from unilab.robots import RobotDescription
 from unilab.robots.g1 import G1
 from unilab.robots.scene import FOOT_SITES
 from unilab.tasks.g1_walk_flat.config import G1WalkFlatConfig
+from unilab.tasks.scene import task_scene
 from unilab.utils.names import resolve_name_values
 
 ##
@@ -98,11 +99,9 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot=None) -> EnvCfg:
     Raises:
         unilab.robots.RobotModelError: (a ValueError) a robot model that cannot serve, one line.
     """
-    scene = robot_scene(robot)
+    scene, scale = task_scene(robot, contact_sensors)
     desc = scene.robot
-    add_contact_sensors(scene.spec, contact_sensors(desc))
     joint_names = desc.joint_names
-    scale = torch.tensor([scene.action_scale[j] for j in joint_names], dtype=torch.float32)
 
     ##
     # Observations: actor (noisy, 99) and critic (noise-free, privileged, 111).

@@ -40,7 +40,7 @@ from unilab_rl.algorithms.flashsac.networks import (
     WeightProjection,
 )
 from unilab_rl.device import resolve_device
-from unilab_rl.learner import ScheduleFromConfig, uniform_actions
+from unilab_rl.learner import ActorCriticState, ScheduleFromConfig
 from unilab_rl.replay import Batch, ReplayBuffer, block_rows
 from unilab_rl.runtime import RuntimeConfig
 from unilab_rl.vecenv import Mirror, VecEnv, learner_mirror, learner_spaces
@@ -64,7 +64,7 @@ def resolve_compile_mode(mode: str, torch_version: str = torch.__version__) -> s
     return "default" if (major, minor) >= (2, 9) else "reduce-overhead"
 
 
-class FlashSAC(ScheduleFromConfig):
+class FlashSAC(ActorCriticState, ScheduleFromConfig):
     """FlashSAC (arXiv 2604.04539): SAC with batch-normalized inverted-residual networks, unit-norm
     weight projection, twin categorical critics on a fixed support with return-based reward
     scaling, a unified entropy target and held exploration noise.
@@ -103,6 +103,11 @@ class FlashSAC(ScheduleFromConfig):
             other than CUDA.
         unilab_rl.device.DeviceUnavailableError: ``device`` names a missing device.
     """
+
+    # Warm-up actions, alpha, cuda_graphs and the checkpoint (less its own entries) are
+    # ActorCriticState's, on these attributes.
+    temperature_key = "log_temperature"
+    temperature_optimizer_key = "temperature_optimizer"
 
     def __init__(self, env: VecEnv, cfg: FlashSACConfig, device: torch.device | str | None = None,
                  runtime: RuntimeConfig | None = None, max_iterations: int = 1000) -> None:
@@ -176,14 +181,6 @@ class FlashSAC(ScheduleFromConfig):
         self.autocast_dtype = torch.bfloat16 if use_amp else None
         self._setup_compile()
 
-    # -- What a runner reads (unilab_rl.learner.Learner) ---------------------------------------
-
-    @property
-    def cuda_graphs(self) -> bool:
-        """True once :meth:`update` replays captured CUDA graphs for every kind of step it has
-        run (``runtime.cuda_graph``; :class:`_StepGraphs`)."""
-        return self._graphs is not None and self._graphs.captured
-
     # -- Acting -----------------------------------------------------------------------------
 
     @torch.no_grad()
@@ -204,19 +201,6 @@ class FlashSAC(ScheduleFromConfig):
         else:
             actions = self.actor.explore(obs, self.exploration_noise(obs.shape[0]))
         return actions.to(self.env_device)
-
-    def random_actions(self, num: int, generator: torch.Generator | None = None) -> torch.Tensor:
-        """(num, A) float32 actions uniform in the action box, on the env device (warm-up exploration).
-
-        Args:
-            num: rows.
-            generator: a CPU ``torch.Generator`` (the runner's, so warm-up is seeded as for SAC);
-                ``None`` draws from the learner device's global RNG.
-        """
-        if generator is not None:
-            return uniform_actions(self.action_low.cpu(), self.action_high.cpu(), num, generator).to(self.env_device)
-        u = torch.rand(num, self.num_actions, device=self.device)
-        return (self.action_low + (self.action_high - self.action_low) * u).to(self.env_device)
 
     def exploration_policy(self) -> ExplorationPolicy:
         """The live collection policy (shares the actor and :attr:`exploration_noise`): raw actor
@@ -505,62 +489,29 @@ class FlashSAC(ScheduleFromConfig):
         metrics["Policy/actor_learning_rate"] = actor_lr
         return metrics
 
-    @property
-    def alpha(self) -> float:
-        """Current temperature ``exp(log_temperature)`` (synchronizes)."""
-        return float(self.log_temperature.detach().exp())
-
     # -- Checkpoints ------------------------------------------------------------------------
 
-    def state_dict(self) -> dict[str, Any]:
-        """Everything needed to resume learning, except the replay buffer and the per-env running
-        returns of the reward scaling.
+    def _extra_state(self) -> dict[str, Any]:
+        """``reward_scaler``: the reward scaling's statistics, or ``None`` when it is off.
 
-        Returns:
-            dict with ``actor``, ``critic``, ``critic_target`` (batch-norm statistics included),
-            ``log_temperature``, ``actor_optimizer``, ``critic_optimizer``,
-            ``temperature_optimizer``, ``reward_scaler`` (or ``None``), ``iteration``,
-            ``num_critic_updates`` and (informative only) ``config``.
+        The checkpoint (:meth:`ActorCriticState.state_dict`) is then ``actor``, ``critic``,
+        ``critic_target`` (batch-norm statistics included), ``log_temperature``,
+        ``actor_optimizer``, ``critic_optimizer``, ``temperature_optimizer``, ``reward_scaler``,
+        ``iteration``, ``num_critic_updates`` and (informative only) ``config``; neither the replay
+        buffer nor the per-env running returns of the reward scaling.
         """
-        return {
-            "actor": self.actor.state_dict(),
-            "critic": self.critic.state_dict(),
-            "critic_target": self.critic_target.state_dict(),
-            "log_temperature": self.log_temperature.detach().clone(),
-            "actor_optimizer": self.actor_optimizer.state_dict(),
-            "critic_optimizer": self.critic_optimizer.state_dict(),
-            "temperature_optimizer": self.temperature_optimizer.state_dict(),
-            "reward_scaler": None if self.reward_scaler is None else self.reward_scaler.state_dict(),
-            "iteration": self.iteration,
-            "num_critic_updates": self.num_critic_updates,
-            "config": dataclasses.asdict(self.cfg),
-        }
+        return {"reward_scaler": None if self.reward_scaler is None else self.reward_scaler.state_dict()}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore from :meth:`state_dict` (tensors may be on any device).
-
-        Raises:
-            KeyError: a required entry is missing.
-            RuntimeError: a network's shapes differ (from ``nn.Module.load_state_dict``).
-        """
-        self.actor.load_state_dict(state["actor"])
-        self.critic.load_state_dict(state["critic"])
-        self.critic_target.load_state_dict(state["critic_target"])
-        with torch.no_grad():
-            self.log_temperature.copy_(state["log_temperature"])
-        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
-        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
-        self.temperature_optimizer.load_state_dict(state["temperature_optimizer"])
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        """The reward scaling's statistics (when both sides have them), then each optimizer's rate
+        and capture flag as this learner holds them (a () device tensor where steps may be
+        captured, else a float), whatever the checkpoint's were."""
         if self.reward_scaler is not None and state.get("reward_scaler") is not None:
             self.reward_scaler.load_state_dict(state["reward_scaler"])
         for optimizer in (self.actor_optimizer, self.critic_optimizer, self.temperature_optimizer):
-            for group in optimizer.param_groups:  # a checkpoint's rate and capture flag, as this learner holds them
+            for group in optimizer.param_groups:
                 group["lr"] = self._rate(float(group["lr"]))
                 group["capturable"] = self._may_capture
-        self.iteration = int(state["iteration"])
-        self.num_critic_updates = int(state["num_critic_updates"])
-        if self._graphs is not None:  # the optimizers' state tensors were replaced: capture anew
-            self._graphs = _StepGraphs()
 
 
 class _StepGraphs:

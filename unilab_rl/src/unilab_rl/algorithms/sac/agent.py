@@ -20,7 +20,7 @@ from unilab_rl.algorithms.sac.config import SACConfig
 from unilab_rl.algorithms.sac.networks import Actor, Critic, DeterministicPolicy, ExplorationPolicy
 from unilab_rl.device import resolve_device
 from unilab_rl.normalizer import RunningMeanStd, batch_moments
-from unilab_rl.learner import ScheduleFromConfig, uniform_actions
+from unilab_rl.learner import ActorCriticState, ScheduleFromConfig
 from unilab_rl.replay import Batch, ReplayBuffer, block_rows
 from unilab_rl.runtime import RuntimeConfig
 from unilab_rl.vecenv import Mirror, VecEnv, apply_mirror, learner_mirror, learner_spaces
@@ -28,7 +28,7 @@ from unilab_rl.vecenv import Mirror, VecEnv, apply_mirror, learner_mirror, learn
 logger = logging.getLogger(__name__)
 
 
-class SAC(ScheduleFromConfig):
+class SAC(ActorCriticState, ScheduleFromConfig):
     """Soft Actor-Critic (Haarnoja et al. 2018, arXiv 1801.01290 / 1812.05905) with automatic
     temperature, twin critics with Polyak-averaged targets, delayed actor updates (FastSAC,
     arXiv 2512.01996) and a replay buffer on the learner device.
@@ -77,6 +77,11 @@ class SAC(ScheduleFromConfig):
             ``runtime.cuda_graph=true`` without a CUDA device, or ``runtime.mixed_precision=true``.
         unilab_rl.device.DeviceUnavailableError: ``device`` names a missing device.
     """
+
+    # Warm-up actions, alpha, cuda_graphs and the checkpoint (less its own entries) are
+    # ActorCriticState's, on these attributes.
+    temperature_key = "log_alpha"
+    temperature_optimizer_key = "alpha_optimizer"
 
     def __init__(self, env: VecEnv, cfg: SACConfig, device: torch.device | str | None = None,
                  runtime: RuntimeConfig | None = None) -> None:
@@ -145,8 +150,6 @@ class SAC(ScheduleFromConfig):
         self.stats_sync: Callable[[torch.Tensor], None] | None = None
         self._setup_compile()
 
-    # -- What a runner reads (unilab_rl.learner.Learner) ---------------------------------------
-
     # -- Acting -----------------------------------------------------------------------------
 
     def normalize(self, group: str, obs: torch.Tensor) -> torch.Tensor:
@@ -170,20 +173,6 @@ class SAC(ScheduleFromConfig):
         else:
             actions, _ = self.actor.sample(obs)
         return actions.to(self.env_device)
-
-    def random_actions(self, num: int, generator: torch.Generator | None = None) -> torch.Tensor:
-        """(num, A) float32 actions uniform in the action box, on the env device (warm-up exploration).
-
-        Args:
-            num: rows.
-            generator: a CPU ``torch.Generator``; the draw is made on the CPU with it, so the
-                synchronous runner and the async collector produce identical warm-up actions
-                from one seed. ``None`` draws from the learner device's global RNG.
-        """
-        if generator is not None:
-            return uniform_actions(self.action_low.cpu(), self.action_high.cpu(), num, generator).to(self.env_device)
-        u = torch.rand(num, self.num_actions, device=self.device)
-        return (self.action_low + (self.action_high - self.action_low) * u).to(self.env_device)
 
     def exploration_policy(self) -> ExplorationPolicy:
         """The live collection policy (shares weights): raw actor obs (B, Da) -> sampled actions (B, A).
@@ -350,11 +339,6 @@ class SAC(ScheduleFromConfig):
             self._critic_objective_fn = self._critic_objective
             self._actor_objective_fn = self._actor_objective
 
-    @property
-    def cuda_graphs(self) -> bool:
-        """True once :meth:`update` replays captured CUDA graphs for both steps (``runtime.cuda_graph``)."""
-        return self._graphs is not None and self._graphs.captured
-
     def _critic_step(self, batch: Batch) -> torch.Tensor:
         """One critic gradient step on ``batch`` and the Polyak update of the targets.
 
@@ -440,11 +424,6 @@ class SAC(ScheduleFromConfig):
             values.append(torch.cat([stacked[:, :3].mean(0), stacked[-1, 3:]]))  # means; alpha: last
         return dict(zip(names, torch.cat(values).tolist()))
 
-    @property
-    def alpha(self) -> float:
-        """Current temperature ``exp(log_alpha)`` (synchronizes)."""
-        return float(self.log_alpha.detach().exp())
-
     # -- Checkpoints ------------------------------------------------------------------------
 
     def state_dict(self) -> dict[str, Any]:
@@ -453,51 +432,26 @@ class SAC(ScheduleFromConfig):
         Returns:
             dict with ``actor``, ``critic``, ``critic_target``, ``log_alpha``, ``actor_optimizer``,
             ``critic_optimizer``, ``alpha_optimizer``, ``obs_normalizers``, ``iteration``,
-            ``num_critic_updates``, ``actor_average`` (only with ``cfg.actor_ema > 0``) and
-            (informative only, not read back) ``config``.
+            ``num_critic_updates``, (informative only, not read back) ``config`` and
+            ``actor_average`` (only with ``cfg.actor_ema > 0``), in that order
+            (:meth:`ActorCriticState.state_dict`).
         """
-        state = {
-            "actor": self.actor.state_dict(),
-            "critic": self.critic.state_dict(),
-            "critic_target": self.critic_target.state_dict(),
-            "log_alpha": self.log_alpha.detach().clone(),
-            "actor_optimizer": self.actor_optimizer.state_dict(),
-            "critic_optimizer": self.critic_optimizer.state_dict(),
-            "alpha_optimizer": self.alpha_optimizer.state_dict(),
-            "obs_normalizers": self.obs_normalizers.state_dict(),
-            "iteration": self.iteration,
-            "num_critic_updates": self.num_critic_updates,
-            "config": dataclasses.asdict(self.cfg),
-        }
+        state = super().state_dict()
         if self.actor_average is not None:
             state["actor_average"] = self.actor_average.state_dict()
         return state
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore from :meth:`state_dict` (tensors may be on any device).
+    def _extra_state(self) -> dict[str, Any]:
+        """``obs_normalizers``: the running observation statistics."""
+        return {"obs_normalizers": self.obs_normalizers.state_dict()}
 
-        With ``cfg.actor_ema > 0`` and no ``actor_average`` in ``state`` (a checkpoint written
-        with the average off), the average starts from the restored actor.
-
-        Raises:
-            KeyError: a required entry is missing.
-            RuntimeError: a network's shapes differ (from ``nn.Module.load_state_dict``).
-        """
-        self.actor.load_state_dict(state["actor"])
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        """The observation statistics, and the actor average: with ``cfg.actor_ema > 0`` and no
+        ``actor_average`` in ``state`` (a checkpoint written with the average off), the average
+        starts from the restored actor."""
         if self.actor_average is not None:
             self.actor_average.load_state_dict(state.get("actor_average", state["actor"]))
-        self.critic.load_state_dict(state["critic"])
-        self.critic_target.load_state_dict(state["critic_target"])
-        with torch.no_grad():
-            self.log_alpha.copy_(state["log_alpha"])
-        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
-        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
-        self.alpha_optimizer.load_state_dict(state["alpha_optimizer"])
         self.obs_normalizers.load_state_dict(state["obs_normalizers"])
-        self.iteration = int(state["iteration"])
-        self.num_critic_updates = int(state["num_critic_updates"])
-        if self._graphs is not None:  # the optimizers' state tensors were replaced: capture anew
-            self._graphs = _StepGraphs()
 
 
 class _StepGraphs:

@@ -275,12 +275,27 @@ class MotionCommand:
         """Frames of all clips together (the clip's frames when there is one)."""
         return int(self.clip_frames.sum())
 
-    def _check_start(self, clip: int, frame: int) -> None:
-        if not 0 <= int(clip) < len(self._clips):
-            raise ValueError(f"clip index {clip} outside [0, {len(self._clips) - 1}]")
-        if not 0 <= int(frame) < self._clips[int(clip)].num_frames:
-            raise ValueError(f"frame {frame} outside clip {self._clips[int(clip)].name!r} "
-                             f"({self._clips[int(clip)].num_frames} frames)")
+    def _check_start(self, clips: int | torch.Tensor, frame: int | None = None) -> None:
+        """Check a start that :meth:`pin` or :meth:`start_at` was given.
+
+        Args:
+            clips: a clip index, or (k,) int64 clip indices (index into :attr:`clips`).
+            frame: with one clip index, a frame of that clip to check too; None: no frame check.
+
+        Raises:
+            ValueError: one line naming the first clip index (or the frame) out of range and the
+                range expected.
+        """
+        n = len(self._clips)
+        ids = torch.as_tensor(clips).reshape(-1)
+        bad = ids[(ids < 0) | (ids >= n)]
+        if len(bad):
+            raise ValueError(f"clip index {int(bad[0])} outside the motion library: expected 0 to {n - 1} ({n} clips)")
+        if frame is not None:
+            clip = self._clips[int(clips)]
+            if not 0 <= int(frame) < clip.num_frames:
+                raise ValueError(f"frame {frame} outside clip {clip.name!r}: expected 0 to {clip.num_frames - 1} "
+                                 f"({clip.num_frames} frames)")
 
     def pin(self, env_ids: torch.Tensor, clip: int, frame: int = 0) -> None:
         """Make every later reset of rows ``env_ids`` start clip ``clip`` at ``frame`` (with
@@ -406,8 +421,7 @@ class MotionCommand:
             clips = torch.zeros(len(env_ids), dtype=torch.long, device=dev)
         else:
             clips = clip_ids.to(dev, torch.long)
-        if len(clips) and (int(clips.min()) < 0 or int(clips.max()) >= len(self._clips)):
-            raise ValueError(f"clip index outside [0, {len(self._clips) - 1}]: {clips.tolist()}")
+        self._check_start(clips)
         self.clip_index[env_ids] = clips
         self.time_steps[env_ids] = torch.minimum(frames.to(dev, torch.long).clamp(min=0), self.clip_frames[clips] - 1)
         self.write_reference_state(env_ids)
