@@ -143,6 +143,20 @@ def test_a_kinematic_walker_passes_every_command_case_and_a_mirrored_yaw_fails_t
         assert result.passed == (sign > 0)
 
 
+def test_a_slow_linear_command_inside_the_deadband_is_flagged_outside_training(tmp_path):
+    """g1_walk_flat zeroes linear draws below env.commands.lin_vel_deadband (0.2 m/s): a case at
+    0.1 m/s was never trained and says so; 0.5 m/s and a pure yaw command were."""
+    run = config_only_run(tmp_path, "g1_walk_flat")
+    session = EvalSession(run, walking(settle_s=0.06, measure_s=0.1), ["0.1:0:0", "0.5:0:0", "0:0:0.5"], 1,
+                          overrides=THREADS)
+    try:
+        result = session.run(KinematicWalker(session.env))
+    finally:
+        session.close()
+    flags = [c["in_training_range"] for c in result.cases]
+    assert flags == [False, True, True]
+
+
 def test_robustness_cases_switch_their_disturbance_on_for_their_rows_only(tmp_path):
     """Pushes fire on the push rows, noise reaches the obs_noise rows' observations, the dr rows
     get the task's randomized friction; the other rows see none of it."""

@@ -145,6 +145,8 @@ class WalkingSuite(EvalSuite):
             randomization off, no start offset, an episode longer than the case).
         range_keys: config keys of the training ranges of v_x, v_y, w_z (a case outside them is
             flagged ``in_training_range: false``; ``fwd_top`` is the top of the first).
+        deadband_key: config key of the linear deadband (a case whose nonzero |(v_x, v_y)| is below
+            it was never drawn in training: flagged too); ``None`` or a missing key: none.
         push_overrides, noise_overrides, dr_overrides: settings that turn pushes, observation
             noise and domain randomization on (the env is built with the first two when those
             cases run, and they are masked to their rows; the third builds a one-row env whose
@@ -167,6 +169,7 @@ class WalkingSuite(EvalSuite):
     measure_s: float = 8.0
     eval_overrides: tuple[str, ...] = ()
     range_keys: tuple[str, str, str] = ("env.commands.lin_vel_x", "env.commands.lin_vel_y", "env.commands.ang_vel_z")
+    deadband_key: str | None = "env.commands.lin_vel_deadband"
     push_overrides: tuple[str, ...] = ()
     noise_overrides: tuple[str, ...] = ()
     dr_overrides: tuple[str, ...] = ()
@@ -188,6 +191,10 @@ class WalkingSuite(EvalSuite):
             value = _dotted(cfg, key)
             out.append((float(value[0]), float(value[1])) if value is not None else None)
         return out
+
+    def _deadband(self, cfg) -> float:
+        value = _dotted(cfg, self.deadband_key) if self.deadband_key else None
+        return float(value) if value is not None else 0.0
 
     def nominal_cases(self, cfg) -> list[tuple[str, tuple[float, float, float]]]:
         """The nominal cases for this run: :data:`NOMINAL` with ``fwd_top`` after ``fwd1.0``
@@ -321,7 +328,7 @@ class WalkingSuite(EvalSuite):
                     kernels[:, j] += term.func(env, **term.params).to("cpu", torch.float64) * a
             if ctx.progress is not None:
                 ctx.progress(t + 1, total)
-        ranges = self._ranges(ctx.cfg)
+        ranges = (self._ranges(ctx.cfg), self._deadband(ctx.cfg))
         records = []
         for i, case in enumerate(cases):
             sel = case_of_row == i
@@ -393,7 +400,9 @@ class WalkingSuite(EvalSuite):
                 falls: int, ranges) -> dict[str, Any]:
         c = case.command
         samples = float(count)
-        in_range = all(r is None or r[0] - 1e-6 <= v <= r[1] + 1e-6 for v, r in zip(c, ranges))
+        bounds, deadband = ranges
+        in_range = all(r is None or r[0] - 1e-6 <= v <= r[1] + 1e-6 for v, r in zip(c, bounds))
+        in_range = in_range and not 0.0 < math.hypot(c[0], c[1]) < deadband
         axes = {}
         checks: list[str] = []
         for i, (axis, tol) in enumerate((("vx", self.lin_tol), ("vy", self.lin_tol), ("yaw_rate", self.yaw_tol))):

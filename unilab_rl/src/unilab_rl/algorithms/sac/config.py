@@ -125,8 +125,10 @@ class SACConfig:
     actor. An off-policy actor keeps moving between updates; the average is the centre of where it
     has recently been (Polyak-Ruppert averaging, Polyak & Juditsky 1992, SIAM J. Control Optim.
     30(4); for deep RL policies, Nikishin et al. 2018, "Improving Stability in Deep Reinforcement
-    Learning with Weight Averaging"). 0.005 averages over about the last 200 actor updates
-    (100 iterations at the default ``num_updates`` / ``actor_update_period``)."""
+    Learning with Weight Averaging"). The average is taken per actor update, so its memory is
+    about ``1 / actor_ema`` actor updates: 0.005 covers about the last 200, i.e. 100 iterations
+    at 8 critic updates per iteration and an actor update every 4th, but 800 iterations at 1
+    and 4 (the ``laptop`` presets), where a short run's average is still mostly its start."""
 
     def __post_init__(self) -> None:
         """Check value ranges.
