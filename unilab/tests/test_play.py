@@ -93,6 +93,9 @@ def test_play_reports_each_reward_term_and_termination_of_the_deterministic_poli
     assert ended >= result.episodes_terminated
     lines = "\n".join(result.lines())
     assert "reward terms, mean per env step" in lines and "track_linear_velocity" in lines
+    # the command played is on screen: play's fixed 0.5 m/s, the deadband off
+    settings = next(ln for ln in result.lines() if ln.startswith("settings: "))
+    assert "env.commands.lin_vel_x=[0.5,0.5]" in settings and "env.commands.lin_vel_deadband=0.0" in settings
     s = summary(run_dir)["play"]
     assert s["reward_terms"]["alive"]["weight"] == 1.0 and s["terminations"] == result.terminations
 

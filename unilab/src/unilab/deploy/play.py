@@ -101,6 +101,8 @@ class PlayResult:
             f"{s['episode_length_mean']:.1f} steps ({s['episodes']} episodes, "
             f"{self.episodes_terminated} terminated, the others timed out or cut by the end of play)",
         ]
+        if self.overrides:  # the play settings, then the user's: what the policy was asked to do
+            out.append(f"settings: {' '.join(self.overrides)}")
         if self.reward_terms:
             out.append("reward terms, mean per env step (value of the term; reward = weight x value x step_dt, "
                        "penalties also x the penalty curriculum's scale):")
