@@ -40,3 +40,13 @@ def test_a_combination_train_refuses_is_refused_here_too():
         result = config("--algo", "sac", "--task", "g1_walk_flat", "--preset", "laptop", *overrides)
         lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
         assert result.returncode == 2 and result.stdout == "" and len(lines) == 1 and text in lines[0], result.stderr
+
+
+def test_another_algorithms_setting_is_named_as_such():
+    result = config("--algo", "flashsac", "--task", "g1_walk_flat", "algo.actor_ema=0.01")
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert result.returncode == 2 and lines == [
+        "error: unknown key 'algo.actor_ema' in the command line: it is a setting of --algo sac, not of --algo flashsac"
+    ], result.stderr
+    typo = config("--algo", "flashsac", "--task", "g1_walk_flat", "algo.actor_emaa=0.01")
+    assert "did you mean" in typo.stderr and "a setting of --algo" not in typo.stderr
