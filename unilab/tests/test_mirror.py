@@ -268,8 +268,10 @@ def test_an_equivariant_actor_trains_to_a_policy_that_commutes_with_the_g1_mirro
     produced to the mirror image of the action; a symmetry-only actor does not."""
     from unilab.deploy.loading import load_run, make_policy
 
+    # actor_ema=0 deploys the online actor: after these few updates a moving average would still
+    # be near its zero-initialized heads (it is equivariant too: same architecture, averaged weights)
     result = _train(tmp_path, "g1_walk_flat", "runtime.mode=async", "training.max_iterations=5",
-                    "runtime.block_steps=2", "algo.equivariant_actor=true")
+                    "runtime.block_steps=2", "algo.equivariant_actor=true", "algo.actor_ema=0")
     assert result.returncode == 0, result.stderr[-3000:]
     (run,) = (tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir()
     loaded = load_run(str(run))
