@@ -33,8 +33,8 @@ TINY = [
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     """A real run directory whose last checkpoint holds a non-trivial policy: random mean-head
-    weights (training starts them at zero) four times the size 40 laptop iterations reach, and
-    normalizer statistics far from (0, 1)."""
+    weights (training starts them at zero) four times the size 40 laptop iterations reach, in
+    the actor and in its moving average, and normalizer statistics far from (0, 1)."""
     logs = tmp_path_factory.mktemp("export") / "logs"
     run = train("sac", "g1_walk_flat", "mujoco", [*TINY, f"training.log_dir={logs}"], argv=[])
     path = run / "model_last.pt"
@@ -43,6 +43,8 @@ def run_dir(tmp_path_factory) -> Path:
     actor = ckpt["agent"]["actor"]
     for key in ("mean_head.weight", "mean_head.bias"):
         actor[key] = 0.01 * torch.randn(actor[key].shape, generator=gen)
+        if "actor_average" in ckpt["agent"]:  # the deployed actor (algo.actor_ema): the same weights
+            ckpt["agent"]["actor_average"][key] = actor[key].clone()
     norm = ckpt["agent"]["obs_normalizers"]
     norm["actor.mean"] = torch.randn(norm["actor.mean"].shape, generator=gen)
     norm["actor.var"] = torch.rand(norm["actor.var"].shape, generator=gen) * 4 + 0.1
