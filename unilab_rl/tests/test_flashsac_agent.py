@@ -180,6 +180,47 @@ def test_state_dict_round_trip(make_env, tmp_path):
     assert other.alpha == pytest.approx(agent.alpha)
 
 
+def test_the_actor_average_follows_parameters_and_statistics_and_is_deployed(make_env, tmp_path):
+    """``actor_ema``: after each actor update the average moves towards the actor by its rate,
+    parameters and batch-norm running statistics alike; the deterministic policy is the average's,
+    exploration the online actor's; it round-trips through a checkpoint."""
+    env = make_env(num_envs=8)
+    assert make_flashsac(env).actor_average is None
+    rate = 0.25
+    agent = make_flashsac(env, actor_ema=rate, learning_starts=0, num_updates=1, actor_update_period=1)
+    _fill_random(agent, env, 4)
+
+    def flat(module):
+        return torch.cat([t.detach().flatten().float() for t in [*module.parameters(), *module.buffers()]
+                          if t.is_floating_point()])
+
+    expected = flat(agent.actor_average).clone()
+    assert torch.equal(expected, flat(agent.actor))
+    for _ in range(3):
+        agent.update()  # one actor update each
+        expected += rate * (flat(agent.actor) - expected)
+        torch.testing.assert_close(flat(agent.actor_average), expected)
+    stats = agent.actor.trunk.input_norm.running_mean
+    assert not torch.equal(agent.actor_average.trunk.input_norm.running_mean, torch.zeros_like(stats))
+    assert not torch.allclose(agent.actor_average.trunk.input_norm.running_mean, stats)  # averaged, lagging
+
+    obs = torch.randn(6, 1) * 3
+    with torch.no_grad():
+        averaged = agent.actor_average.deterministic_action(obs)
+        online = agent.actor.deterministic_action(obs)
+    assert not torch.allclose(averaged, online)
+    torch.testing.assert_close(agent.act(obs, deterministic=True), averaged)
+    torch.testing.assert_close(agent.inference_policy()(obs), averaged)
+    assert agent.exploration_policy().actor is agent.actor
+
+    torch.save(agent.state_dict(), tmp_path / "ckpt.pt")
+    other = make_flashsac(env, actor_ema=rate)
+    other.load_state_dict(torch.load(tmp_path / "ckpt.pt", weights_only=True))
+    torch.testing.assert_close(other.act(obs, deterministic=True), averaged)
+    with pytest.raises(ValueError, match=r"FlashSACConfig.actor_ema must be in \[0, 1\]"):
+        FlashSACConfig(actor_ema=2.0)
+
+
 def test_truncation_ends_the_running_return(make_env):
     env = make_env(num_envs=4, max_episode_length=3)
     env.REACH = -1.0  # never terminates: episodes end by time-out only
@@ -322,7 +363,8 @@ def test_cuda_graph_replays_take_the_eager_steps(make_env, mixed_precision):
         torch.manual_seed(0)
         env = make_env(num_envs=16)
         agent = make_flashsac(env, device="cuda", cuda_graph=graph, compile=False, mixed_precision=mixed_precision,
-                              num_updates=4, actor_update_period=2, batch_size=64, max_iterations=8, lr_end=1e-4)
+                              num_updates=4, actor_update_period=2, batch_size=64, max_iterations=8, lr_end=1e-4,
+                              actor_ema=0.1)
         _fill_random(agent, env, 8)
         if not graph:
             agent.replay.sample = lambda b, mirror=None, r=agent.replay: r.sample_capturable(b, mirror)
@@ -339,8 +381,8 @@ def test_cuda_graph_replays_take_the_eager_steps(make_env, mixed_precision):
         assert a.keys() == b.keys()
         for key in a:
             assert a[key] == pytest.approx(b[key], rel=rel, abs=atol), key
-    for p, q in zip([*graphed.actor.state_dict().values(), *graphed.critic_target.state_dict().values(),
-                     graphed.log_temperature],
-                    [*eager.actor.state_dict().values(), *eager.critic_target.state_dict().values(),
-                     eager.log_temperature]):
+    for p, q in zip([*graphed.actor.state_dict().values(), *graphed.actor_average.state_dict().values(),
+                     *graphed.critic_target.state_dict().values(), graphed.log_temperature],
+                    [*eager.actor.state_dict().values(), *eager.actor_average.state_dict().values(),
+                     *eager.critic_target.state_dict().values(), eager.log_temperature]):
         torch.testing.assert_close(p, q, rtol=rel, atol=atol)

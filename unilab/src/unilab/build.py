@@ -57,8 +57,8 @@ def prepare(algo: str, task: str, sim: str, overrides: list[str], preset: str | 
 
 def _other_algorithms_key(message: str, algo: str) -> str | None:
     """For an unknown ``algo.<name>`` that other registered algorithms have (e.g. SAC's
-    ``actor_ema`` given with ``--algo flashsac``), the error naming them instead of the closest
-    spelling; else None."""
+    ``equivariant_actor`` given with ``--algo flashsac``), the error naming them instead of the
+    closest spelling; else None."""
     head = "unknown key 'algo."
     if not message.startswith(head):
         return None

@@ -12,6 +12,7 @@ width, d any group's width. Observations are raw (unnormalized) float32; the lea
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -155,7 +156,13 @@ class ActorCriticState:
     ``env_device``, ``num_actions``, and ``_graphs``: ``None`` or its captured-step CUDA graphs, an
     object with a ``captured`` flag that is rebuilt (no argument) after a checkpoint is loaded.
     Entries of its own go through :meth:`_extra_state` and :meth:`_load_extra_state`.
+
+    The deployed policy: with :meth:`_init_actor_average` (``algo.actor_ema > 0``) a moving
+    average of the actor, :attr:`actor_average`, kept by :meth:`_update_actor_average` after each
+    actor update, is :attr:`deployed_actor`; else the actor itself.
     """
+
+    actor_average: nn.Module | None = None
 
     actor: nn.Module
     critic: nn.Module
@@ -192,6 +199,32 @@ class ActorCriticState:
         u = torch.rand(num, self.num_actions, device=self.device)
         return (self.action_low + (self.action_high - self.action_low) * u).to(self.env_device)
 
+    def _init_actor_average(self, rate: float) -> None:
+        """With ``rate > 0``, :attr:`actor_average`: a copy of ``actor`` without gradients that
+        :meth:`_update_actor_average` moves towards it by ``rate``."""
+        self._average_rate = rate
+        self.actor_average = None
+        if rate > 0:
+            self.actor_average = copy.deepcopy(self.actor).requires_grad_(False)
+            # parameters and floating buffers (e.g. batch-norm running statistics) are averaged
+            pairs = [(a, o) for a, o in zip(self.actor_average.parameters(), self.actor.parameters())]
+            pairs += [(a, o) for a, o in zip(self.actor_average.buffers(), self.actor.buffers())
+                      if a.is_floating_point()]
+            self._average_pairs = ([a for a, _ in pairs], [o for _, o in pairs])
+
+    @torch.no_grad()
+    def _update_actor_average(self) -> None:
+        """``average <- average + rate (actor - average)`` in place (no host sync, capturable);
+        nothing when there is no average."""
+        if self.actor_average is not None:
+            torch._foreach_lerp_(self._average_pairs[0], self._average_pairs[1], self._average_rate)
+
+    @property
+    def deployed_actor(self) -> nn.Module:
+        """The actor whose mean action is deployed (play, evaluation, export,
+        ``act(deterministic=True)``): :attr:`actor_average` when there is one, else ``actor``."""
+        return self.actor if self.actor_average is None else self.actor_average
+
     @property
     def alpha(self) -> float:
         """Current temperature, ``exp`` of the log-temperature tensor (synchronizes)."""
@@ -209,10 +242,11 @@ class ActorCriticState:
         Returns:
             dict with ``actor``, ``critic``, ``critic_target``, the log temperature (a () float32
             copy), ``actor_optimizer``, ``critic_optimizer``, the temperature's optimizer, the
-            entries of :meth:`_extra_state`, ``iteration``, ``num_critic_updates`` and
-            (informative only, not read back) ``config``, in that order.
+            entries of :meth:`_extra_state`, ``iteration``, ``num_critic_updates``,
+            (informative only, not read back) ``config`` and, when there is one, ``actor_average``,
+            in that order.
         """
-        return {
+        state = {
             "actor": self.actor.state_dict(),
             "critic": self.critic.state_dict(),
             "critic_target": self.critic_target.state_dict(),
@@ -225,17 +259,24 @@ class ActorCriticState:
             "num_critic_updates": self.num_critic_updates,
             "config": dataclasses.asdict(self.cfg),
         }
+        if self.actor_average is not None:
+            state["actor_average"] = self.actor_average.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore from :meth:`state_dict` (tensors may be on any device): networks, temperature,
         optimizers, then :meth:`_load_extra_state`, then the counters; captured CUDA graphs are
-        dropped (the optimizers' state tensors were replaced), to be captured anew.
+        dropped (the optimizers' state tensors were replaced), to be captured anew. An actor
+        average missing from ``state`` (a checkpoint written with the average off) starts from
+        the restored actor.
 
         Raises:
             KeyError: a required entry is missing.
             RuntimeError: a network's shapes differ (from ``nn.Module.load_state_dict``).
         """
         self.actor.load_state_dict(state["actor"])
+        if self.actor_average is not None:
+            self.actor_average.load_state_dict(state.get("actor_average", state["actor"]))
         self.critic.load_state_dict(state["critic"])
         self.critic_target.load_state_dict(state["critic_target"])
         with torch.no_grad():

@@ -150,6 +150,7 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
         self._target_params = list(self.critic_target.parameters())
         self._online_params = list(self.critic.parameters())
         self._project_actor, self._project_critic = WeightProjection(self.actor), WeightProjection(self.critic)
+        self._init_actor_average(cfg.actor_ema)
         self.log_temperature = torch.tensor(math.log(cfg.init_temperature), device=self.device, requires_grad=True)
         self.target_entropy = flash_update.unified_target_entropy(self.num_actions, cfg.target_sigma)
 
@@ -197,7 +198,7 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
         """
         obs = obs_actor.to(self.device, torch.float32)
         if deterministic:
-            actions = self.actor.deterministic_action(obs)
+            actions = self.deployed_actor.deterministic_action(obs)
         else:
             actions = self.actor.explore(obs, self.exploration_noise(obs.shape[0]))
         return actions.to(self.env_device)
@@ -213,9 +214,10 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
         return ExplorationPolicy(self.actor, self.exploration_noise)
 
     def inference_policy(self) -> DeterministicPolicy:
-        """A module mapping raw actor observations (B, Da) to deterministic actions (B, A), with the
-        input batch norm on running statistics as the observation normalizer; shares weights."""
-        return DeterministicPolicy(self.actor)
+        """A module mapping raw actor observations (B, Da) to the deterministic actions (B, A) of
+        :attr:`deployed_actor`, with the input batch norm on running statistics as the observation
+        normalizer; shares weights."""
+        return DeterministicPolicy(self.deployed_actor)
 
     # -- Storing ----------------------------------------------------------------------------
 
@@ -408,9 +410,10 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
 
     def _step(self, batch: Batch, with_actor: bool) -> torch.Tensor:
         """One update on ``batch`` (FlashSAC's order): when ``with_actor``, an actor and temperature
-        step, each followed by the actor's weight projection; then a critic step (its target uses
-        the actor just updated), the critic's projection and the EMA of the target critic. Nothing
-        is decided on the host, so a CUDA graph can capture it whole.
+        step, each followed by the actor's weight projection, then the actor's moving average
+        (``cfg.actor_ema``); then a critic step (its target uses the actor just updated), the
+        critic's projection and the EMA of the target critic. Nothing is decided on the host, so
+        a CUDA graph can capture it whole.
 
         Returns:
             (3,) float32, detached: critic loss, mean Q, target Q; with ``with_actor`` (7,): then
@@ -426,6 +429,7 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
             flash_update.apply_gradients(loss + temp_loss, [self.actor_optimizer, self.temperature_optimizer])
             if cfg.weight_normalization:
                 self._project_actor()
+            self._update_actor_average()
             logs.append(torch.stack([loss.detach(), temp_loss.detach(), info["entropy"],
                                      self.log_temperature.detach().exp()]).float())
         if self._cudagraphs:

@@ -150,6 +150,13 @@ class FlashSACConfig:
     raw observations are mirrored before the networks' input batch norms, whose batch statistics
     then come from a half-mirrored batch. Not part of the FlashSAC paper; default off."""
 
+    # -- Deployed policy --------------------------------------------------------------------
+    actor_ema: float = 0.0
+    """Rate of a moving average of the actor, taken after every actor update (its parameters and
+    its batch norms' running statistics), as :attr:`unilab_rl.algorithms.sac.SACConfig.actor_ema`:
+    when > 0 the deterministic policy (play, evaluation, export) is the average and collection
+    keeps the online actor; 0 is off. Not part of the FlashSAC paper; default off."""
+
     def __post_init__(self) -> None:
         """Check value ranges.
 
@@ -179,6 +186,8 @@ class FlashSACConfig:
             raise ValueError(f"FlashSACConfig.gamma must be in [0, 1], got {self.gamma!r}")
         if not 0.0 < self.tau <= 1.0:
             raise ValueError(f"FlashSACConfig.tau must be in (0, 1], got {self.tau!r}")
+        if not 0.0 <= self.actor_ema <= 1.0:
+            raise ValueError(f"FlashSACConfig.actor_ema must be in [0, 1] (0: off), got {self.actor_ema!r}")
         if self.action_bound is not None and not self.action_bound > 0:
             raise ValueError(
                 f"FlashSACConfig.action_bound must be null (the whole box) or > 0, got {self.action_bound!r}"

@@ -116,10 +116,7 @@ class SAC(ActorCriticState, ScheduleFromConfig):
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self._target_params = list(self.critic_target.parameters())
         self._online_params = list(self.critic.parameters())
-        self.actor_average: Actor | None = None
-        if cfg.actor_ema > 0:
-            self.actor_average = copy.deepcopy(self.actor).requires_grad_(False)
-            self._average_pairs = (list(self.actor_average.parameters()), list(self.actor.parameters()))
+        self._init_actor_average(cfg.actor_ema)
         self.log_alpha = torch.tensor(math.log(cfg.init_temperature), device=self.device, requires_grad=True)
         self.target_entropy = -cfg.target_entropy_scale * self.num_actions
 
@@ -181,12 +178,6 @@ class SAC(ActorCriticState, ScheduleFromConfig):
         :meth:`~torch.nn.Module.state_dict` floating tensors (:func:`unilab_rl.async_runtime.flat_state`).
         """
         return ExplorationPolicy(self.actor, self.obs_normalizers[self.actor_group] if self.obs_normalizers else None)
-
-    @property
-    def deployed_actor(self) -> Actor:
-        """The actor whose mean action is deployed: :attr:`actor_average` when ``cfg.actor_ema > 0``,
-        else the online :attr:`actor`."""
-        return self.actor if self.actor_average is None else self.actor_average
 
     def inference_policy(self) -> DeterministicPolicy:
         """A module mapping raw actor observations (B, Da) to the deterministic actions (B, A) of
@@ -371,8 +362,7 @@ class SAC(ActorCriticState, ScheduleFromConfig):
             loss + temperature_loss, [self.actor_optimizer, self.alpha_optimizer],
             self.actor.parameters(), self.cfg.max_grad_norm, self.grad_sync,
         )  # fmt: skip
-        if self.actor_average is not None:
-            sac_update.polyak_update(*self._average_pairs, self.cfg.actor_ema)
+        self._update_actor_average()
         return torch.stack([loss.detach(), temperature_loss.detach(), info["entropy"], self.log_alpha.detach().exp()])
 
     def update(self) -> dict[str, float]:
@@ -426,31 +416,12 @@ class SAC(ActorCriticState, ScheduleFromConfig):
 
     # -- Checkpoints ------------------------------------------------------------------------
 
-    def state_dict(self) -> dict[str, Any]:
-        """Everything needed to resume learning, except the replay buffer (too large; refilled).
-
-        Returns:
-            dict with ``actor``, ``critic``, ``critic_target``, ``log_alpha``, ``actor_optimizer``,
-            ``critic_optimizer``, ``alpha_optimizer``, ``obs_normalizers``, ``iteration``,
-            ``num_critic_updates``, (informative only, not read back) ``config`` and
-            ``actor_average`` (only with ``cfg.actor_ema > 0``), in that order
-            (:meth:`ActorCriticState.state_dict`).
-        """
-        state = super().state_dict()
-        if self.actor_average is not None:
-            state["actor_average"] = self.actor_average.state_dict()
-        return state
-
     def _extra_state(self) -> dict[str, Any]:
         """``obs_normalizers``: the running observation statistics."""
         return {"obs_normalizers": self.obs_normalizers.state_dict()}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
-        """The observation statistics, and the actor average: with ``cfg.actor_ema > 0`` and no
-        ``actor_average`` in ``state`` (a checkpoint written with the average off), the average
-        starts from the restored actor."""
-        if self.actor_average is not None:
-            self.actor_average.load_state_dict(state.get("actor_average", state["actor"]))
+        """The observation statistics."""
         self.obs_normalizers.load_state_dict(state["obs_normalizers"])
 
 
