@@ -10,15 +10,9 @@ import torch
 
 from unilab_rl.algorithms.sac import SAC, SACConfig
 from unilab_rl.runtime import RuntimeConfig
+from unilab_rl.testing import fill_random
 
 
-def _fill(sac: SAC, env, steps: int) -> None:
-    obs = env.reset()
-    for _ in range(steps):
-        actions = sac.random_actions(env.num_envs)
-        next_obs, rewards, terminated, _, extras = env.step(actions)
-        sac.store(obs, actions, rewards, terminated, extras["final_obs"])
-        obs = next_obs
 
 
 def test_act_stays_in_the_box_on_the_env_device(make_env, make_sac) -> None:
@@ -37,7 +31,7 @@ def test_act_stays_in_the_box_on_the_env_device(make_env, make_sac) -> None:
 def test_update_metrics_and_actor_cadence(make_env, make_sac) -> None:
     env = make_env()
     sac = make_sac(env, num_updates=1, actor_update_period=2)
-    _fill(sac, env, 4)
+    fill_random(sac, env, 4)
     first, second = sac.update(), sac.update()
     assert set(first) == {"Loss/critic", "Critic/mean_q"}  # 1 critic update: no actor update yet
     assert set(second) == {"Loss/critic", "Critic/mean_q", "Loss/actor", "Loss/alpha", "Policy/alpha", "Policy/entropy"}
@@ -48,7 +42,7 @@ def test_update_metrics_and_actor_cadence(make_env, make_sac) -> None:
 def test_target_network_tracks_online_critic(make_env, make_sac) -> None:
     env = make_env()
     sac = make_sac(env, tau=0.5)
-    _fill(sac, env, 4)
+    fill_random(sac, env, 4)
 
     @torch.no_grad()
     def distance() -> float:
@@ -64,7 +58,7 @@ def test_target_network_tracks_online_critic(make_env, make_sac) -> None:
 def test_state_dict_round_trip_gives_identical_actions(make_env, make_sac) -> None:
     env = make_env()
     sac = make_sac(env)
-    _fill(sac, env, 6)
+    fill_random(sac, env, 6)
     for _ in range(3):
         sac.update()
     sac.iteration = 7
@@ -96,68 +90,9 @@ def test_state_dict_round_trip_gives_identical_actions(make_env, make_sac) -> No
 def test_inference_policy_matches_deterministic_act(make_env, make_sac) -> None:
     env = make_env()
     sac = make_sac(env)
-    _fill(sac, env, 3)  # non-trivial normalizer statistics
+    fill_random(sac, env, 3)  # non-trivial normalizer statistics
     obs = torch.randn(10, 1) * 3
     torch.testing.assert_close(sac.inference_policy()(obs), sac.act(obs, deterministic=True))
-
-
-def test_the_actor_average_follows_the_actor_by_its_rate_and_is_what_is_deployed(make_env, make_sac) -> None:
-    """``actor_ema``: after each actor update ``average <- average + r (actor - average)``; the
-    deterministic policy is the average's, sampling stays the online actor's; off, there is none."""
-    env = make_env()
-    assert make_sac(env).actor_average is None
-    rate = 0.25
-    sac = make_sac(env, actor_ema=rate, num_updates=1, actor_update_period=1)
-    _fill(sac, env, 4)
-    vector = torch.nn.utils.parameters_to_vector
-    assert torch.equal(vector(sac.actor_average.parameters()), vector(sac.actor.parameters()))
-    expected = vector(sac.actor_average.parameters()).clone()
-    for _ in range(3):
-        sac.update()  # one critic and one actor update each
-        expected += rate * (vector(sac.actor.parameters()) - expected)
-        torch.testing.assert_close(vector(sac.actor_average.parameters()), expected)
-    assert not torch.allclose(expected, vector(sac.actor.parameters()))  # it lags the actor
-    assert all(not p.requires_grad for p in sac.actor_average.parameters())
-
-    obs = torch.randn(10, 1) * 3
-    normalized = sac.normalize("actor", obs)
-    with torch.no_grad():
-        averaged = sac.actor_average.deterministic_action(normalized)
-        online = sac.actor.deterministic_action(normalized)
-    assert not torch.allclose(averaged, online)
-    torch.testing.assert_close(sac.act(obs, deterministic=True), averaged)
-    torch.testing.assert_close(sac.inference_policy()(obs), averaged)
-    torch.manual_seed(3)
-    sampled = sac.act(obs)
-    torch.manual_seed(3)
-    torch.testing.assert_close(sampled, sac.exploration_policy()(obs))
-    with torch.no_grad():
-        torch.manual_seed(3)
-        from_online, _ = sac.actor.sample(normalized)
-    torch.testing.assert_close(sampled, from_online)
-
-
-def test_the_actor_average_round_trips_and_starts_from_the_actor_without_one(make_env, make_sac) -> None:
-    env = make_env()
-    sac = make_sac(env, actor_ema=0.5, num_updates=1, actor_update_period=1)
-    _fill(sac, env, 4)
-    for _ in range(2):
-        sac.update()
-    state = sac.state_dict()
-    torch.manual_seed(123)
-    restored = make_sac(env, actor_ema=0.5)
-    restored.load_state_dict(state)
-    obs = torch.randn(8, 1)
-    assert torch.equal(restored.act(obs, deterministic=True), sac.act(obs, deterministic=True))
-
-    del state["actor_average"]  # a checkpoint written with the average off
-    torch.manual_seed(321)
-    from_plain = make_sac(env, actor_ema=0.5)
-    from_plain.load_state_dict(state)
-    with torch.no_grad():
-        online = sac.actor.deterministic_action(sac.normalize("actor", obs))
-    assert torch.equal(from_plain.act(obs, deterministic=True), online)
-    assert "actor_average" not in make_sac(env).state_dict()
 
 
 def test_config_is_copied_not_mutated(make_env) -> None:
@@ -180,7 +115,7 @@ def test_target_entropy_scale(make_env, make_sac) -> None:
 @pytest.mark.parametrize(
     ("field", "value"),
     [("gamma", 1.5), ("tau", 0.0), ("batch_size", 0), ("critic_reduction", "max"), ("init_temperature", 0.0),
-     ("actor_hidden", ()), ("actor_ema", 1.5), ("actor_ema", -0.1)],
+     ("actor_hidden", ())],
 )
 def test_config_rejects_bad_values_naming_the_field(field: str, value) -> None:
     with pytest.raises(ValueError, match=field):
@@ -199,7 +134,7 @@ def test_symmetric_env_uses_actor_group_for_the_critic(make_env, make_sac) -> No
     env.obs_dims = {"actor": 1}
     sac = make_sac(env)
     assert sac.critic_group == "actor" and set(sac.replay.obs_dims) == {"actor"}
-    _fill(sac, env, 3)
+    fill_random(sac, env, 3)
     assert "Loss/critic" in sac.update()
 
 
@@ -214,7 +149,7 @@ def test_cuda_graph_setting_is_checked(make_env, make_sac) -> None:
         make_sac(make_env(num_envs=4), cuda_graph=True)
     env = make_env(num_envs=4)
     sac = make_sac(env, cuda_graph="auto")  # a CPU learner: eager, optimizers not capturable
-    _fill(sac, env, 3)
+    fill_random(sac, env, 3)
     assert "Loss/critic" in sac.update() and not sac.cuda_graphs
     assert not sac.critic_optimizer.param_groups[0]["capturable"]
 
@@ -231,7 +166,7 @@ def test_cuda_graph_replays_take_the_eager_steps(make_env, make_sac) -> None:
         env = make_env(num_envs=16)
         sac = make_sac(env, device="cuda", cuda_graph=graph, compile=False, num_updates=4, actor_update_period=2,
                        batch_size=64, symmetry=False, actor_ema=0.1)
-        _fill(sac, env, 8)
+        fill_random(sac, env, 8)
         if not graph:
             sac.sample_batch = lambda s=sac: s.replay.sample_capturable(s.cfg.batch_size, s.mirror)
         torch.manual_seed(1)

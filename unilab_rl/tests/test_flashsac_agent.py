@@ -12,7 +12,7 @@ from unilab_rl import FlashSAC, FlashSACConfig, OffPolicyRunner
 from unilab_rl.algorithms.flashsac.agent import resolve_compile_mode
 from unilab_rl.algorithms.flashsac.networks import UnitLinear
 from unilab_rl.runtime import RuntimeConfig
-from unilab_rl.testing import make_learner
+from unilab_rl.testing import fill_random, make_learner
 
 SMALL = dict(
     max_iterations=20, learning_starts=2, buffer_size_per_env=64, batch_size=32, num_updates=2,
@@ -180,47 +180,6 @@ def test_state_dict_round_trip(make_env, tmp_path):
     assert other.alpha == pytest.approx(agent.alpha)
 
 
-def test_the_actor_average_follows_parameters_and_statistics_and_is_deployed(make_env, tmp_path):
-    """``actor_ema``: after each actor update the average moves towards the actor by its rate,
-    parameters and batch-norm running statistics alike; the deterministic policy is the average's,
-    exploration the online actor's; it round-trips through a checkpoint."""
-    env = make_env(num_envs=8)
-    assert make_flashsac(env).actor_average is None
-    rate = 0.25
-    agent = make_flashsac(env, actor_ema=rate, learning_starts=0, num_updates=1, actor_update_period=1)
-    _fill_random(agent, env, 4)
-
-    def flat(module):
-        return torch.cat([t.detach().flatten().float() for t in [*module.parameters(), *module.buffers()]
-                          if t.is_floating_point()])
-
-    expected = flat(agent.actor_average).clone()
-    assert torch.equal(expected, flat(agent.actor))
-    for _ in range(3):
-        agent.update()  # one actor update each
-        expected += rate * (flat(agent.actor) - expected)
-        torch.testing.assert_close(flat(agent.actor_average), expected)
-    stats = agent.actor.trunk.input_norm.running_mean
-    assert not torch.equal(agent.actor_average.trunk.input_norm.running_mean, torch.zeros_like(stats))
-    assert not torch.allclose(agent.actor_average.trunk.input_norm.running_mean, stats)  # averaged, lagging
-
-    obs = torch.randn(6, 1) * 3
-    with torch.no_grad():
-        averaged = agent.actor_average.deterministic_action(obs)
-        online = agent.actor.deterministic_action(obs)
-    assert not torch.allclose(averaged, online)
-    torch.testing.assert_close(agent.act(obs, deterministic=True), averaged)
-    torch.testing.assert_close(agent.inference_policy()(obs), averaged)
-    assert agent.exploration_policy().actor is agent.actor
-
-    torch.save(agent.state_dict(), tmp_path / "ckpt.pt")
-    other = make_flashsac(env, actor_ema=rate)
-    other.load_state_dict(torch.load(tmp_path / "ckpt.pt", weights_only=True))
-    torch.testing.assert_close(other.act(obs, deterministic=True), averaged)
-    with pytest.raises(ValueError, match=r"FlashSACConfig.actor_ema must be in \[0, 1\]"):
-        FlashSACConfig(actor_ema=2.0)
-
-
 def test_truncation_ends_the_running_return(make_env):
     env = make_env(num_envs=4, max_episode_length=3)
     env.REACH = -1.0  # never terminates: episodes end by time-out only
@@ -308,13 +267,6 @@ def test_n_step_rows_and_the_discount_of_their_bootstrap(make_env, monkeypatch):
     assert seen and all(gamma == pytest.approx(0.125) for gamma in seen)
 
 
-def _fill_random(agent, env, steps: int) -> None:
-    obs = env.reset()
-    for _ in range(steps):
-        actions = agent.random_actions(env.num_envs)
-        nxt, rewards, terminated, truncated, extras = env.step(actions)
-        agent.store(obs, actions, rewards, terminated, extras["final_obs"], truncated)
-        obs = nxt
 
 
 def test_learning_rates_held_as_device_tensors_take_the_same_steps(make_env):
@@ -331,7 +283,7 @@ def test_learning_rates_held_as_device_tensors_take_the_same_steps(make_env):
             for optimizer in (agent.actor_optimizer, agent.critic_optimizer, agent.temperature_optimizer):
                 for group in optimizer.param_groups:
                     group["lr"] = torch.tensor(float(group["lr"]))
-        _fill_random(agent, env, 4)
+        fill_random(agent, env, 4)
         torch.manual_seed(1)
         agents.append((agent, [agent.update() for _ in range(3)]))
     (floats, logs_f), (tensors, logs_t) = agents
@@ -365,14 +317,14 @@ def test_cuda_graph_replays_take_the_eager_steps(make_env, mixed_precision):
         agent = make_flashsac(env, device="cuda", cuda_graph=graph, compile=False, mixed_precision=mixed_precision,
                               num_updates=4, actor_update_period=2, batch_size=64, max_iterations=8, lr_end=1e-4,
                               actor_ema=0.1)
-        _fill_random(agent, env, 8)
+        fill_random(agent, env, 8)
         if not graph:
             agent.replay.sample = lambda b, mirror=None, r=agent.replay: r.sample_capturable(b, mirror)
         torch.manual_seed(1)
         logs = []
         for _ in range(5):
             logs.append(agent.update())
-            _fill_random(agent, env, 1)  # the reward scale moves between calls
+            fill_random(agent, env, 1)  # the reward scale moves between calls
         agents.append((agent, logs))
     (graphed, logs_g), (eager, logs_e) = agents
     assert graphed.cuda_graphs and not eager.cuda_graphs

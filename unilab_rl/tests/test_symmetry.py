@@ -13,7 +13,7 @@ from unilab_rl import AsyncOffPolicyRunner, FlashSAC, FlashSACConfig, OffPolicyR
 from unilab_rl.algorithms.sac import SACConfig
 from unilab_rl.algorithms.sac.networks import Actor, squashed_gaussian_log_prob
 from unilab_rl.replay import ReplayBuffer, mirror_half
-from unilab_rl.testing import PointEnv, SymmetricPointEnv, live_children
+from unilab_rl.testing import PointEnv, SymmetricPointEnv, fill_random, live_children
 from unilab_rl.vecenv import Mirror, apply_mirror, check_mirror_pair, learner_mirror
 
 # Spawned collectors need a picklable, module-level env factory.
@@ -22,13 +22,6 @@ make_symmetric_env = functools.partial(SymmetricPointEnv, num_envs=8, max_episod
 MIRROR = SymmetricPointEnv().mirror
 
 
-def _fill(agent, env, steps: int) -> None:
-    obs = env.reset()
-    for _ in range(steps):
-        actions = agent.random_actions(env.num_envs)
-        next_obs, rewards, terminated, _, extras = env.step(actions)
-        agent.store(obs, actions, rewards, terminated, extras["final_obs"])
-        obs = next_obs
 
 
 def test_mirror_half_mirrors_the_second_half_and_keeps_rewards_and_the_buffer() -> None:
@@ -64,7 +57,7 @@ def test_sac_samples_half_mirrored_batches_and_keeps_symmetric_statistics(make_s
     env = SymmetricPointEnv(num_envs=8)
     sac = make_sac(env, symmetry=True, batch_size=64)
     assert sac.mirror is not None
-    _fill(sac, env, 6)
+    fill_random(sac, env, 6)
 
     # Statistics of observations and their mirror images: symmetric, so normalizing commutes
     # with mirroring.
@@ -91,7 +84,7 @@ def test_symmetry_off_is_unchanged(make_sac) -> None:
     env = SymmetricPointEnv(num_envs=8)
     sac = make_sac(env)
     assert sac.mirror is None
-    _fill(sac, env, 2)
+    fill_random(sac, env, 2)
     assert int(sac.obs_normalizers["actor"].count) == 2 * 8
 
 

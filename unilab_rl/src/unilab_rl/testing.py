@@ -122,7 +122,22 @@ def live_children() -> list[int]:
     return alive
 
 
-__all__ = ["PointEnv", "live_children"]
+def fill_random(agent, env, steps: int) -> None:
+    """Reset ``env`` and store ``steps`` env steps of the learner's uniform warm-up actions
+    (``agent.random_actions``) with ``agent.store``: a replay buffer to update from.
+
+    The transitions carry the env's ``extras["final_obs"]`` as the next observation and its
+    ``truncated`` flags, as the runners store them.
+    """
+    obs = env.reset()
+    for _ in range(steps):
+        actions = agent.random_actions(env.num_envs)
+        next_obs, rewards, terminated, truncated, extras = env.step(actions)
+        agent.store(obs, actions, rewards, terminated, extras["final_obs"], truncated)
+        obs = next_obs
+
+
+__all__ = ["PointEnv", "fill_random", "live_children", "make_learner"]
 
 
 def make_learner(learner_cls: type, config_cls: type, env, **settings):
