@@ -63,7 +63,7 @@ OFFICIAL: dict[int, tuple[float, float, float]] = {
 
 OFFICIAL_SETTINGS = dict(
     learning_starts=10_000, buffer_size_per_env=1_000_000, batch_size=512, num_updates=1, gamma=0.99, n_step=1,
-    tau=0.01, actor_update_period=2, lr=3e-4, lr_end=1.5e-4, num_bins=101, v_max=5.0, normalized_g_max=5.0,
+    tau=0.01, actor_update_period=2, lr=3e-4, lr_end=1.5e-4, num_bins=101, normalized_g_max=5.0,
     init_temperature=0.01, target_sigma=0.15, entropy_units="squashed", noise_repeat=True,
 )
 """FlashSACConfig values of the official CPU-simulator runs (the rest are FlashSAC's defaults)."""
