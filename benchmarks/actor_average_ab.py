@@ -30,25 +30,10 @@ from pathlib import Path
 
 import torch
 
+from unilab.deploy.loading import resolve_checkpoint
+from unilab.errors import UserError
+from unilab.eval.policy import load_checkpoint
 from unilab.runs import resolve_run_dir
-
-
-class BadInput(Exception):
-    """One ``error:`` line for the user, exit code 2."""
-
-
-def newest_checkpoint(run: Path) -> Path:
-    """``model_last.pt``, else the ``model_<N>.pt`` with the largest N.
-
-    Raises:
-        BadInput: the run has no checkpoint.
-    """
-    if (run / "model_last.pt").is_file():
-        return run / "model_last.pt"
-    numbered = sorted(run.glob("model_[0-9]*.pt"), key=lambda p: int(p.stem.split("_")[1]))
-    if not numbered:
-        raise BadInput(f"{run} has no checkpoint (model_last.pt or model_<N>.pt)")
-    return numbered[-1]
 
 
 def online_checkpoint(checkpoint: Path) -> Path:
@@ -56,12 +41,13 @@ def online_checkpoint(checkpoint: Path) -> Path:
     set to ``agent.actor``.
 
     Raises:
-        BadInput: the checkpoint holds no ``actor_average`` (trained with ``algo.actor_ema=0``).
+        UserError: not a unilab checkpoint, or one without ``actor_average`` (trained with
+            ``algo.actor_ema=0``).
     """
-    payload = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    payload = load_checkpoint(checkpoint)
     agent = payload["agent"]
     if "actor_average" not in agent:
-        raise BadInput(f"{checkpoint} has no actor_average: it was trained with algo.actor_ema=0 (SAC, > 0 to compare)")
+        raise UserError(f"{checkpoint} has no actor_average: it was trained with algo.actor_ema=0 (SAC, > 0 to compare)")
     agent["actor_average"] = agent["actor"]
     out = checkpoint.with_name("model_online.pt")
     torch.save(payload, out)
@@ -73,7 +59,7 @@ def evaluate(run: Path, checkpoint: str, record: Path) -> dict:
     cmd = [sys.executable, "-m", "unilab.cli", "eval", str(run), "--checkpoint", checkpoint, "--json", str(record)]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
-        raise BadInput(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr.strip()[-500:]}")
+        raise UserError(f"{' '.join(cmd)} exited {done.returncode}: {done.stderr.strip()[-500:]}")
     return json.loads(record.read_text())
 
 
@@ -92,7 +78,7 @@ def axis_errors(case: dict) -> str:
 
 def compare(run: Path) -> None:
     """Evaluate both policies of ``run`` and print the comparison."""
-    checkpoint = newest_checkpoint(run)
+    checkpoint = resolve_checkpoint(run)
     online = online_checkpoint(checkpoint)
     summary = run / "run_summary.json"
     before = summary.read_bytes() if summary.is_file() else None
@@ -128,9 +114,9 @@ def main() -> None:
             try:
                 run_dir = resolve_run_dir(run, args.log_dir)
             except FileNotFoundError as exc:
-                raise BadInput(str(exc)) from None
+                raise UserError(str(exc)) from None
             compare(run_dir)
-    except BadInput as exc:
+    except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
 
