@@ -22,7 +22,7 @@ import torch
 from pydantic import BaseModel
 
 from unilab import ddp, memory
-from unilab.config import ConfigError, build_run_model, owner_config_files, resolve_config
+from unilab.config import ConfigError, UnknownKeyError, build_run_model, owner_config_files, resolve_config
 from unilab.errors import UserError
 from unilab.plugins import ALGORITHMS, BACKENDS, TASKS, lookup
 from unilab.resume import apply_resume, find_resume_checkpoint, read_resume_checkpoint
@@ -50,26 +50,27 @@ def prepare(algo: str, task: str, sim: str, overrides: list[str], preset: str | 
     try:
         files = owner_config_files(task_reg.item.owner_configs, algo, sim, preset)
         cfg = resolve_config(model, files, overrides)
+    except UnknownKeyError as exc:
+        raise UserError(_other_algorithms_key(exc, algo) or str(exc)) from None
     except ConfigError as exc:
-        raise UserError(_other_algorithms_key(str(exc), algo) or str(exc)) from None
+        raise UserError(str(exc)) from None
     return algo_reg, task_reg, backend_reg, cfg
 
 
-def _other_algorithms_key(message: str, algo: str) -> str | None:
+def _other_algorithms_key(exc: UnknownKeyError, algo: str) -> str | None:
     """For an unknown ``algo.<name>`` that other registered algorithms have (e.g. SAC's
     ``equivariant_actor`` given with ``--algo flashsac``), the error naming them instead of the
     closest spelling; else None."""
-    head = "unknown key 'algo."
-    if not message.startswith(head):
+    section, _, rest = exc.key.partition(".")
+    name = rest.split(".", 1)[0]
+    if section != "algo" or not name:
         return None
-    name = message[len(head):].split("'", 1)[0]
     owners = [reg.name for reg in ALGORITHMS.registrations()
               if reg.name != algo and dataclasses.is_dataclass(reg.item.config_cls)
               and name in {f.name for f in dataclasses.fields(reg.item.config_cls)}]
     if not owners:
         return None
-    where = message[len(head) + len(name) + 1:].split(";", 1)[0].split("(did you mean", 1)[0].strip()
-    return (f"unknown key 'algo.{name}' {where}: it is a setting of --algo {' and --algo '.join(owners)}, "
+    return (f"unknown key {exc.key!r} in {exc.source}: it is a setting of --algo {' and --algo '.join(owners)}, "
             f"not of --algo {algo}")
 
 

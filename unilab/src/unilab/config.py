@@ -47,6 +47,19 @@ class ConfigError(ValueError):
         self.key = key
 
 
+class UnknownKeyError(ConfigError):
+    """A key the run's config does not have.
+
+    Attributes:
+        key: the dotted key as written (``"algo.actor_emaa"``).
+        source: where it was written (``"the command line"``, a config file).
+    """
+
+    def __init__(self, message: str, key: str, source: str) -> None:
+        super().__init__(message, key)
+        self.source = source
+
+
 def absolute_path(value: str | None) -> str | None:
     """An absolute, normalized path (``~`` expanded), so that a run's saved config names the same
     file from any working directory (``unilab play`` elsewhere); ``None`` and ``""`` unchanged."""
@@ -266,9 +279,10 @@ def _check_keys(
             if key in FIXED_KEYS:
                 raise ConfigError(f"key {key!r} in {source} is no longer a setting: {FIXED_KEYS[key]}")
             section = prefix.rstrip(".") or "the top level"
-            raise ConfigError(
+            raise UnknownKeyError(
                 f"unknown key {given!r} in {source}{did_you_mean(given, valid_keys(root), n=1)}; "
-                f"valid keys under {section}: {', '.join(sorted(model.model_fields))}"
+                f"valid keys under {section}: {', '.join(sorted(model.model_fields))}",
+                given, source,
             )
         ann = model.model_fields[name].annotation
         if isinstance(ann, type) and issubclass(ann, BaseModel):
