@@ -206,11 +206,12 @@ class ActorCriticState:
         self.actor_average = None
         if rate > 0:
             self.actor_average = copy.deepcopy(self.actor).requires_grad_(False)
-            # parameters and floating buffers (e.g. batch-norm running statistics) are averaged
-            pairs = [(a, o) for a, o in zip(self.actor_average.parameters(), self.actor.parameters())]
-            pairs += [(a, o) for a, o in zip(self.actor_average.buffers(), self.actor.buffers())
-                      if a.is_floating_point()]
-            self._average_pairs = ([a for a, _ in pairs], [o for _, o in pairs])
+
+            def averaged(m: nn.Module) -> list[torch.Tensor]:
+                # parameters and floating buffers (e.g. batch-norm running statistics)
+                return [*m.parameters(), *(b for b in m.buffers() if b.is_floating_point())]
+
+            self._average_pairs = (averaged(self.actor_average), averaged(self.actor))
 
     @torch.no_grad()
     def _update_actor_average(self) -> None:

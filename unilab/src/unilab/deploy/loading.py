@@ -56,8 +56,9 @@ PLAY_OVERRIDES: dict[str, list[str]] = {
 """Play settings of the built-in tasks, as ``key=value`` overrides of the run config: no
 observation noise, no pushes; g1_walk_flat: a fixed command (walk forward at 0.5 m/s; any
 command the user sets is played as set, however slow), the start pose not shifted or turned;
-g1_motion_tracking: the clip from its first frame, exact reference state (no reset noise). A task can carry its own as a ``play_overrides`` attribute of its TaskSpec,
-which wins over this table. Keys the run's config does not have are skipped (a task's settings
+g1_motion_tracking: the clip from its first frame, exact reference state (no reset noise). A
+task can carry its own as a ``play_overrides`` attribute of its TaskSpec, which wins over this
+table. Keys the run's config does not have are skipped (a task's settings
 change over time); the user's overrides are checked strictly."""
 
 _CHECKPOINT = re.compile(r"model_(\d+)\.pt")

@@ -328,7 +328,7 @@ class WalkingSuite(EvalSuite):
                     kernels[:, j] += term.func(env, **term.params).to("cpu", torch.float64) * a
             if ctx.progress is not None:
                 ctx.progress(t + 1, total)
-        ranges = (self._ranges(ctx.cfg), self._deadband(ctx.cfg))
+        ranges, deadband = self._ranges(ctx.cfg), self._deadband(ctx.cfg)
         records = []
         for i, case in enumerate(cases):
             sel = case_of_row == i
@@ -336,7 +336,7 @@ class WalkingSuite(EvalSuite):
                 case, n, count[sel].sum(), sums[sel].sum(0), squares[sel].sum(0), roll_pitch[sel].sum(),
                 {name: kernels[sel, j].sum() for j, name in enumerate(terms)},
                 (mirror_err[sel].sum(), action_size[sel].sum(), mirror_n[sel].sum()) if mirror is not None else None,
-                int(fell[sel].sum()), ranges,
+                int(fell[sel].sum()), ranges, deadband,
             ))  # fmt: skip
         passed = sum(r["passed"] for r in records)
         return SuiteResult(
@@ -397,11 +397,10 @@ class WalkingSuite(EvalSuite):
             return None
 
     def _record(self, case: _Case, n: int, count, sums, squares, roll_pitch, kernels, mirror,
-                falls: int, ranges) -> dict[str, Any]:
+                falls: int, ranges, deadband: float) -> dict[str, Any]:
         c = case.command
         samples = float(count)
-        bounds, deadband = ranges
-        in_range = all(r is None or r[0] - 1e-6 <= v <= r[1] + 1e-6 for v, r in zip(c, bounds))
+        in_range = all(r is None or r[0] - 1e-6 <= v <= r[1] + 1e-6 for v, r in zip(c, ranges))
         in_range = in_range and not 0.0 < math.hypot(c[0], c[1]) < deadband
         axes = {}
         checks: list[str] = []

@@ -501,8 +501,9 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
         The checkpoint (:meth:`ActorCriticState.state_dict`) is then ``actor``, ``critic``,
         ``critic_target`` (batch-norm statistics included), ``log_temperature``,
         ``actor_optimizer``, ``critic_optimizer``, ``temperature_optimizer``, ``reward_scaler``,
-        ``iteration``, ``num_critic_updates`` and (informative only) ``config``; neither the replay
-        buffer nor the per-env running returns of the reward scaling.
+        ``iteration``, ``num_critic_updates``, (informative only) ``config`` and, with
+        ``cfg.actor_ema > 0``, ``actor_average``; neither the replay buffer nor the per-env
+        running returns of the reward scaling.
         """
         return {"reward_scaler": None if self.reward_scaler is None else self.reward_scaler.state_dict()}
 
