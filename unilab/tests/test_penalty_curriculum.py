@@ -84,3 +84,28 @@ def test_alive_bonus_pays_surviving_rows_and_switches_off_at_weight_zero():
         torch.testing.assert_close(sums[alive], torch.full_like(sums[alive], env.step_dt))
     finally:
         env.close()
+
+
+def test_exempt_penalty_keeps_full_weight_while_the_others_are_scaled():
+    plain = _env(penalty_curriculum={"enabled": False})
+    env = _env(penalty_curriculum={"enabled": True, "initial": 0.1, "exempt": ["ang_vel_xy"]})
+    try:
+        rm, base = env.reward_manager, plain.reward_manager
+        col = rm.names.index("ang_vel_xy")
+        assert base._scale[col] < 0
+        torch.testing.assert_close(rm._scale[col], base._scale[col])  # full weight at scale 0.1
+        others = (base._scale < 0).clone()
+        others[col] = False
+        torch.testing.assert_close(rm._scale[others], base._scale[others] * 0.1)
+        env.episode_length[:] = 800  # long episodes raise the scale; the exempt term stays put
+        rm.reset(torch.arange(4))
+        torch.testing.assert_close(rm._scale[col], base._scale[col])
+    finally:
+        env.close()
+        plain.close()
+
+
+@pytest.mark.parametrize("name, why", [("alive", "weight 1"), ("no_such", "no such reward")])
+def test_exempt_refuses_what_is_not_a_penalty(name, why):
+    with pytest.raises(ValueError, match=f"'{name}' \\({why}\\) is not a penalty"):
+        G1WalkFlatConfig(penalty_curriculum={"exempt": [name]})

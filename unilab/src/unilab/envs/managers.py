@@ -223,6 +223,9 @@ class PenaltyCurriculum:
         initial, min_scale, max_scale: scale at the start and its bounds (dimensionless).
         up_length_s, down_length_s: mean ended-episode length thresholds, s.
         step: change of the scale per reset with episodes past a threshold.
+        exempt: names of negative-weight reward terms that always count at full weight (e.g. a
+            roll/pitch-rate penalty that stands in for what a coupled tracking kernel, itself never
+            scaled, would charge from the first step).
     """
 
     initial: float = 0.1
@@ -231,6 +234,7 @@ class PenaltyCurriculum:
     up_length_s: float = 15.0
     down_length_s: float = 3.0
     step: float = 0.01
+    exempt: tuple[str, ...] = ()
 
     def next_scale(self, scale: float, mean_length_s: float) -> float:
         """The scale after episodes of mean length ``mean_length_s`` (s) ended."""
@@ -247,7 +251,10 @@ class RewardManager:
     Terms with weight 0 are not evaluated. A non-finite term value counts as 0. With a
     :class:`PenaltyCurriculum`, every negative-weight term is further multiplied by
     :attr:`penalty_scale`, which the curriculum moves each time episodes end (logged as
-    ``Curriculum/penalty_scale``).
+    ``Curriculum/penalty_scale``), except the terms the curriculum names in ``exempt``.
+
+    Raises:
+        ValueError: ``curriculum.exempt`` names a term that is not an evaluated negative-weight term.
 
     Attributes:
         names: the evaluated terms, in column order of ``episode_sums``.
@@ -273,7 +280,18 @@ class RewardManager:
         self._base_scale = torch.tensor(
             [t.weight * env.step_dt for t in self.terms.values()], device=env.device
         )
-        self._negative = self._base_scale < 0
+        exempt = curriculum.exempt if curriculum is not None else ()
+        penalties = [k for k, t in self.terms.items() if t.weight < 0]
+        unknown = [k for k in exempt if k not in penalties]
+        if unknown:
+            raise ValueError(
+                f"penalty curriculum exempt={list(exempt)}: {unknown} not among the penalties "
+                f"(negative-weight terms) {penalties}"
+            )
+        self._negative = torch.tensor(
+            [t.weight < 0 and k not in exempt for k, t in self.terms.items()],
+            dtype=torch.bool, device=env.device,
+        )
         self.curriculum = curriculum
         self.penalty_scale = curriculum.initial if curriculum is not None else 1.0
         self._scale = self._effective_scale()
@@ -283,7 +301,7 @@ class RewardManager:
         self.ended_sums: torch.Tensor | None = None
 
     def _effective_scale(self) -> torch.Tensor:
-        """(T,) weight * step_dt, negative-weight terms times :attr:`penalty_scale`."""
+        """(T,) weight * step_dt, negative-weight terms (but the exempt) times :attr:`penalty_scale`."""
         factor = torch.where(self._negative, self.penalty_scale, 1.0)
         return self._base_scale * factor
 

@@ -289,6 +289,12 @@ class PenaltyCurriculumConfig(BaseModel):
         "FastSAC); with many envs rows reset at nearly every env step, so a large step reaches "
         "full scale before a gait has formed",
     )
+    exempt: list[str] = Field(
+        default_factory=list,
+        description="penalties (env.rewards.* names with a negative weight) kept at full weight: "
+        "e.g. [ang_vel_xy], the roll/pitch-rate penalty that the yaw-only kernel moves out of "
+        "the tracking term, which the curriculum never scales",
+    )
 
 
 class G1WalkFlatConfig(BaseModel):
@@ -335,4 +341,17 @@ class G1WalkFlatConfig(BaseModel):
                 f"and track_angular_velocity (got {w.track_linear_velocity:g}, "
                 f"{w.track_angular_velocity:g}): the curriculum widens the ranges by their episode sums"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _exempt_names_penalties(self) -> "G1WalkFlatConfig":
+        weights = self.rewards.model_dump()
+        penalties = [k for k, v in weights.items() if v < 0.0]
+        for name in self.penalty_curriculum.exempt:
+            if name not in penalties:
+                got = "no such reward" if name not in weights else f"weight {weights[name]:g}"
+                raise ValueError(
+                    f"env.penalty_curriculum.exempt: {name!r} ({got}) is not a penalty; "
+                    f"expected names of negative-weight env.rewards: {penalties}"
+                )
         return self
