@@ -110,6 +110,7 @@ def test_target_entropy_scale(make_env, make_sac) -> None:
     env = make_env()
     assert make_sac(env, target_entropy_scale=1.0).target_entropy == -1.0 * env.num_actions
     assert make_sac(env, target_entropy_scale=0.0).target_entropy == 0.0
+    assert make_sac(env, target_entropy_scale=-0.5).target_entropy == 0.5 * env.num_actions  # a positive target
 
 
 @pytest.mark.parametrize(

@@ -82,7 +82,10 @@ class SACConfig:
     action in the env's units (tanh and box Jacobians included). 1.0 is the textbook heuristic
     ``-dim(A)`` (Haarnoja et al. 2018, arXiv 1812.05905, section 5); 0.0 is FastSAC's choice
     (holosoma ``config_values/algo.py``, ``target_entropy_ratio = 0``), which keeps more exploration
-    for the small initial sigma. Default 0.0, since the other defaults are FastSAC's."""
+    for the small initial sigma. Default 0.0, since the other defaults are FastSAC's. A negative
+    scale sets a positive target: alpha then rises whenever the entropy falls below
+    ``|scale| * |A|`` nats, which holds exploration up (the entropy of the uniform distribution
+    over the action box is the most a target can ask; above it alpha grows without bound)."""
 
     # -- Observations -----------------------------------------------------------------------
     obs_normalization: bool = True
@@ -140,7 +143,7 @@ class SACConfig:
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"SACConfig.{name} must be >= 1, got {getattr(self, name)!r}")
-        nonnegative = ("learning_starts", "weight_decay", "max_grad_norm", "target_entropy_scale")
+        nonnegative = ("learning_starts", "weight_decay", "max_grad_norm")
         for name in nonnegative:
             if getattr(self, name) < 0:
                 raise ValueError(f"SACConfig.{name} must be >= 0, got {getattr(self, name)!r}")
