@@ -305,3 +305,9 @@ def test_train_play_export_from_other_directories(meshed, tmp_path, actuators, k
     knee = meta["action"]["joint_names"].index("left_knee_joint")
     assert meta["pd_gains"]["kp"][knee] == pytest.approx(knee_kp, rel=1e-5)
     assert meta["action"]["scale"][knee] == pytest.approx(knee_scale, rel=1e-5)
+    assert meta["robot"] == config  # the exported policy names the model file it was trained on
+
+    record = other / "stand.json"
+    evaluated = cli("eval", str(run_dir), "--case", "stand", "--num-envs", "1", "--json", str(record), cwd=other)
+    assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
+    assert json.loads(record.read_text())["robot"] == config  # so does the evaluation's record
