@@ -140,6 +140,12 @@ def test_file_drives_are_kept_and_scale_the_actions(meshed):
     # effort from the joint's actuatorfrcrange (139 N*m): 0.25 * 139 / 500
     assert scene.action_scale["left_knee_joint"] == pytest.approx(0.25 * 139.0 / 500.0)
     assert "the file's drives are kept" in scene.report.title()
+    console = Console(record=True, width=250)
+    assert print_report(scene.report, console=console, once=False)
+    text = console.export_text()  # the file's values, used; the project's only for comparison
+    assert re.search(r"left_knee_joint .*500 \(project 99\.1\) .*0\.3 \(project 0\) .*0\.0695 \(project 0\.3507\)",
+                     text), text
+    assert "→" not in text
 
 
 def _edited(meshed: Path, tmp_path: Path, old: str, new: str, count: int = 1) -> Path:

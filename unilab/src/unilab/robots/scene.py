@@ -227,15 +227,22 @@ class SceneReport:
                 f" ({n} of {total} joints differ)")
 
     def rows(self) -> list[list[str]]:
-        """Table rows: joint, then per column ``file -> project`` where they differ (else the one
-        value), then the action scale (``file -> project`` in file mode where it differs)."""
+        """Table rows: joint, then per column where file and project differ ``file → project``
+        (``project``: the project's value replaces the file's) or ``file (project x)`` (``file``:
+        the file's value is used, the project's shown for comparison), else the one value; then
+        the action scale the run uses, with the project's in parentheses where it differs."""
         out = []
+        keep = self.actuators == "file"
         for j, cols in self.differences().items():
             f, p = self.file_drives[j], self.project_drives[j]
-            row = [j, f.kind if "kind" not in cols else f"{f.kind} → {p.kind}"]
-            for c in _COLUMNS:
+            row = [j]
+            for c in ("kind", *_COLUMNS):
                 a, b = getattr(f, c), getattr(p, c)
-                row.append(f"{_fmt(a)} → {_fmt(b)}" if c in cols else _fmt(a))
+                text = str if c == "kind" else _fmt
+                if c not in cols:
+                    row.append(text(a))
+                else:
+                    row.append(f"{text(a)} (project {text(b)})" if keep else f"{text(a)} → {text(b)}")
             used, proj = self.action_scale[j], self.project_action_scale[j]
             row.append(_fmt(used) if _same(used, proj) else f"{_fmt(used)} (project {_fmt(proj)})")
             out.append(row)
