@@ -234,16 +234,17 @@ def _write(path: Path, text: str) -> Path:
 def test_a_missing_asset_is_named_where_mujoco_looks_for_it(meshed, tmp_path, monkeypatch):
     """Meshes, heightfields and textures, at meshdir/texturedir (assetdir sets both) beside the
     model file, also from another working directory; an included file's folder is named too."""
+    rel = ", relative to its folder)"
     cases = {
         "mesh.xml": ('<mujoco><compiler meshdir="parts"/><asset><mesh file="leg.stl"/></asset></mujoco>',
-                     "mesh 'leg': no such file '{d}/parts/leg.stl' (meshdir 'parts' of the model, relative to its folder)"),
+                     "mesh 'leg': no such file '{d}/parts/leg.stl' (meshdir 'parts' of the model" + rel),
         "hfield.xml": ('<mujoco><compiler assetdir="a"/><asset><hfield name="ground" file="g.png" '
                        'size="1 1 1 1"/></asset></mujoco>',
-                       "hfield 'ground': no such file '{d}/a/g.png' (meshdir 'a' of the model, relative to its folder)"),
+                       "hfield 'ground': no such file '{d}/a/g.png' (meshdir 'a' of the model" + rel),
         "cube.xml": ('<mujoco><compiler texturedir="tex"/><asset><texture name="sky" type="cube" '
                      'fileright="r.png" fileleft="l.png" fileup="u.png" filedown="d.png" filefront="f.png" '
                      'fileback="b.png"/></asset></mujoco>',
-                     "texture 'sky': no such file '{d}/tex/r.png' (texturedir 'tex' of the model, relative to its folder)"),
+                     "texture 'sky': no such file '{d}/tex/r.png' (texturedir 'tex' of the model" + rel),
         "absolute.xml": ('<mujoco><asset><mesh name="m" file="{d}/elsewhere/m.stl"/></asset></mujoco>',
                          "mesh 'm': no such file '{d}/elsewhere/m.stl' (an absolute path in the model)"),
     }

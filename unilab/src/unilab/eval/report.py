@@ -5,7 +5,8 @@ The JSON record (schema :data:`SCHEMA`) holds the suite's result (:class:`SuiteR
 verdict, one entry per case) and where it came from: run, task, algo, the robot (``robot``:
 ``name``, ``mjcf``, the model file's absolute path or null for the robot's own model, and
 ``actuators``), the evaluated file (checkpoint or ONNX) and its iteration, rows per case, seed,
-the settings the env was built with, the wall time and env steps the evaluation took. docs/eval.md says what every figure means.
+the settings the env was built with, the wall time and env steps the evaluation took.
+docs/eval.md says what every figure means.
 """
 
 from __future__ import annotations

@@ -831,8 +831,9 @@ def build_scene(
     Raises:
         RobotModelError: one line naming the file and what is wrong (no such file, a directory,
             a file that is not MJCF (XML), unreadable XML, a mesh, heightfield, skin or texture
-            file missing where MuJoCo looks for it, a missing joint or body, a joint without range, two actuators on one joint, or
-            with ``file`` an actuator that is not a position servo or has no force limit).
+            file missing where MuJoCo looks for it, a missing joint or body, a joint without
+            range, two actuators on one joint, or with ``file`` an actuator that is not a
+            position servo or has no force limit).
     """
     if actuators not in ACTUATOR_CHOICES:
         raise RobotModelError(f"robot.actuators: expected one of {', '.join(ACTUATOR_CHOICES)}, got {actuators!r}")
