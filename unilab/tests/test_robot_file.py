@@ -140,6 +140,12 @@ def test_file_drives_are_kept_and_scale_the_actions(meshed):
     # effort from the joint's actuatorfrcrange (139 N*m): 0.25 * 139 / 500
     assert scene.action_scale["left_knee_joint"] == pytest.approx(0.25 * 139.0 / 500.0)
     assert "the file's drives are kept" in scene.report.title()
+    console = Console(record=True, width=250)
+    assert print_report(scene.report, console=console, once=False)
+    text = console.export_text()  # the file's values, used; the project's only for comparison
+    assert re.search(r"left_knee_joint .*500 \(project 99\.1\) .*0\.3 \(project 0\) .*0\.0695 \(project 0\.3507\)",
+                     text), text
+    assert "→" not in text
 
 
 def _edited(meshed: Path, tmp_path: Path, old: str, new: str, count: int = 1) -> Path:
@@ -186,14 +192,28 @@ def test_friction_randomization_reaches_the_unnamed_foot_geoms(meshed):
 
 
 # ---------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("case", ["missing_joint", "no_file"])
+@pytest.mark.parametrize("case", ["missing_joint", "no_file", "not_xml", "directory", "missing_mesh"])
 def test_bad_robot_file_is_one_error_line(meshed, tmp_path, case):
     if case == "missing_joint":
         path = _edited(meshed, tmp_path, "left_knee_joint", "knee_l", -1)  # the joint and its actuator
         expected = [f"{path} has no joint 'left_knee_joint'", "which robot 'g1' needs"]
-    else:
+    elif case == "no_file":
         path = tmp_path / "nope" / "g1.xml"
         expected = [f"robot.mjcf: no such file '{path}'"]
+    elif case == "not_xml":
+        path = tmp_path / "notes.txt"
+        path.write_text("joints: 29\n")
+        expected = [f"robot.mjcf: '{path}' is not an MJCF (XML) file", "expected a MuJoCo model (.xml)"]
+    elif case == "directory":
+        path = meshed.parent
+        expected = [f"robot.mjcf: '{path}' is a directory, expected an MJCF file"]
+    else:  # a mesh moved out of the folder meshdir names: MuJoCo alone names the wrong folder
+        folder = tmp_path / "moved"
+        shutil.copytree(meshed.parent, folder)
+        (folder / "assets" / "left_knee_link.STL").rename(tmp_path / "left_knee_link.STL")
+        path = folder / "scene.xml"
+        expected = [f"robot.mjcf: {path}: mesh 'left_knee_link_vis': no such file "
+                    f"'{folder / 'assets' / 'left_knee_link.STL'}' (meshdir 'assets' of the model"]
     work = tmp_path / "work"
     work.mkdir()
     result = cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, f"robot.mjcf={path}",
@@ -203,6 +223,56 @@ def test_bad_robot_file_is_one_error_line(meshed, tmp_path, case):
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert all(e in lines[0] for e in expected), lines[0]
     assert "Traceback" not in result.stderr
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_a_missing_asset_is_named_where_mujoco_looks_for_it(meshed, tmp_path, monkeypatch):
+    """Meshes, heightfields and textures, at meshdir/texturedir (assetdir sets both) beside the
+    model file, also from another working directory; an included file's folder is named too."""
+    rel = ", relative to its folder)"
+    cases = {
+        "mesh.xml": ('<mujoco><compiler meshdir="parts"/><asset><mesh file="leg.stl"/></asset></mujoco>',
+                     "mesh 'leg': no such file '{d}/parts/leg.stl' (meshdir 'parts' of the model" + rel),
+        "hfield.xml": ('<mujoco><compiler assetdir="a"/><asset><hfield name="ground" file="g.png" '
+                       'size="1 1 1 1"/></asset></mujoco>',
+                       "hfield 'ground': no such file '{d}/a/g.png' (meshdir 'a' of the model" + rel),
+        "cube.xml": ('<mujoco><compiler texturedir="tex"/><asset><texture name="sky" type="cube" '
+                     'fileright="r.png" fileleft="l.png" fileup="u.png" filedown="d.png" filefront="f.png" '
+                     'fileback="b.png"/></asset></mujoco>',
+                     "texture 'sky': no such file '{d}/tex/r.png' (texturedir 'tex' of the model" + rel),
+        "absolute.xml": ('<mujoco><asset><mesh name="m" file="{d}/elsewhere/m.stl"/></asset></mujoco>',
+                         "mesh 'm': no such file '{d}/elsewhere/m.stl' (an absolute path in the model)"),
+    }
+    d = tmp_path / "model"
+    monkeypatch.chdir(tmp_path)  # relative to the model file, not to the working directory
+    for name, (xml, expected) in cases.items():
+        path = _write(d / name, xml.format(d=d))
+        with pytest.raises(RobotModelError) as info:
+            build_scene(G1, mjcf=path)
+        assert str(info.value) == f"robot.mjcf: {path}: " + expected.format(d=d), name
+    # Menagerie's layout, the robot included from a sub-folder, its meshes in that folder's assets/:
+    # MuJoCo reads meshdir relative to the main file, so neither place has them.
+    nested = tmp_path / "nested"
+    shutil.copytree(meshed.parent, nested / "robot")
+    scene = _write(nested / "scene.xml", (meshed.parent / "scene.xml").read_text().replace(
+        'file="g1.xml"', 'file="robot/g1.xml"'))
+    with pytest.raises(RobotModelError, match=re.escape(
+        f"no such file '{nested / 'assets' / 'pelvis.STL'}' (meshdir 'assets' of the model, relative to "
+        f"its folder); nor is it beside the included file: '{nested / 'robot' / 'pelvis.STL'}'"
+    )):
+        build_scene(G1, mjcf=scene)
+
+
+def test_an_empty_robot_mjcf_is_the_robots_own_model(tmp_path):
+    result = cli("config", "--algo", "sac", "--task", "g1_walk_flat", "robot.mjcf=", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"^robot:\n(  .*\n)*  mjcf: null$", result.stdout, re.M), result.stdout
+    assert build_scene(G1, mjcf="").report.source == "built-in"
 
 
 def test_an_unknown_robot_name_is_one_error_line(tmp_path):
@@ -242,3 +312,9 @@ def test_train_play_export_from_other_directories(meshed, tmp_path, actuators, k
     knee = meta["action"]["joint_names"].index("left_knee_joint")
     assert meta["pd_gains"]["kp"][knee] == pytest.approx(knee_kp, rel=1e-5)
     assert meta["action"]["scale"][knee] == pytest.approx(knee_scale, rel=1e-5)
+    assert meta["robot"] == config  # the exported policy names the model file it was trained on
+
+    record = other / "stand.json"
+    evaluated = cli("eval", str(run_dir), "--case", "stand", "--num-envs", "1", "--json", str(record), cwd=other)
+    assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
+    assert json.loads(record.read_text())["robot"] == config  # so does the evaluation's record

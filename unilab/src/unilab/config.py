@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from mjbatch_uni import did_you_mean
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 from unilab_rl.runtime import RuntimeConfig
 
 
@@ -102,6 +102,12 @@ class RobotConfig(BaseModel):
         "project", description="project: the robot's tuned drives replace the file's (a table shows what "
         "differs); file: keep the file's actuators and derive the action scale from them"
     )
+
+    @field_validator("mjcf", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value):
+        """``robot.mjcf=`` (an empty value) means unset: the description's own model."""
+        return None if isinstance(value, str) and not value.strip() else value
 
 
 class TrainingConfig(BaseModel):

@@ -19,6 +19,8 @@ graph) to ``actions`` (B, num_actions) float32 in the env's action units. The mo
 - ``control``: ``rate_hz``, ``dt_s`` (env step), ``physics_dt_s``, ``decimation``.
 - ``normalizer``: ``in_graph: true``.
 - ``source``: algo, task, sim, iteration, checkpoint, the play overrides, the versions.
+- ``robot``: the run's robot settings: ``name`` (``robot.name``), ``mjcf`` (the model file's
+  absolute path, or null for the robot's own model) and ``actuators`` (``project`` or ``file``).
 - ``commands``: each command term of the env, by name: its ``class``, a one-line ``description``
   and its ``settings`` (the dataclass it was built from), e.g. the gait clock's period and
   frequency width that a host needs to compute the ``gait_phase`` columns (the formula:
@@ -58,6 +60,7 @@ from unilab.deploy.loading import (
     rollout,
 )
 from unilab.errors import UserError
+from unilab.robots import robot_settings
 from unilab.runs import atomic_write, os_error_line
 
 METADATA_SCHEMA = 1
@@ -241,6 +244,7 @@ def policy_metadata(loaded: LoadedRun, env, group: str) -> dict[str, Any]:
             "torch": torch.__version__,
         },
     }
+    meta["robot"] = robot_settings(getattr(loaded.cfg, "robot", None))
     commands = command_settings(env)
     if commands:
         meta["commands"] = commands

@@ -2,9 +2,11 @@
 ``run_summary.json``.
 
 The JSON record (schema :data:`SCHEMA`) holds the suite's result (:class:`SuiteResult`: headline,
-verdict, one entry per case) and where it came from: run, task, algo, the evaluated file
-(checkpoint or ONNX) and its iteration, rows per case, seed, the settings the env was built
-with, the wall time and env steps the evaluation took. docs/eval.md says what every figure means.
+verdict, one entry per case) and where it came from: run, task, algo, the robot (``robot``:
+``name``, ``mjcf``, the model file's absolute path or null for the robot's own model, and
+``actuators``), the evaluated file (checkpoint or ONNX) and its iteration, rows per case, seed,
+the settings the env was built with, the wall time and env steps the evaluation took.
+docs/eval.md says what every figure means.
 """
 
 from __future__ import annotations
@@ -36,8 +38,10 @@ def make_record(
     seed: int,
     overrides: list[str],
     wall_time_s: float,
+    robot: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON record of one evaluation (module docstring)."""
+    """The JSON record of one evaluation (module docstring). ``robot``: the run's robot settings
+    (:func:`unilab.robots.robot_settings`: name, model file or null, actuators)."""
     import unilab
 
     return {
@@ -45,6 +49,7 @@ def make_record(
         "suite": result.suite,
         "task": task,
         "algo": algo,
+        "robot": robot,
         "run": str(run_dir),
         "policy": {"kind": policy_kind, "file": policy_file, "iteration": iteration, "final": final},
         "headline": result.headline,

@@ -31,6 +31,7 @@ from unilab.eval.policy import (
 )
 from unilab.eval.report import make_record, print_report, record_in_summary, write_record
 from unilab.eval.suite import EvalContext, EvalSuite, Plan, Policy, SuiteResult, pick_suite
+from unilab.robots import robot_settings
 
 
 def task_suites(task_reg) -> tuple[EvalSuite, ...]:
@@ -224,6 +225,7 @@ def evaluate(
         policy_kind="onnx" if onnx else "checkpoint", policy_file=relative_to_run(path, run_dir),
         iteration=iteration, final=final, num_envs=session.plan.num_envs, rows=session.plan.rows, seed=seed,
         overrides=session.settings, wall_time_s=time.perf_counter() - t0,
+        robot=robot_settings(getattr(session.loaded.cfg, "robot", None)),
     )  # fmt: skip
     # A run's eval_<suite>.json and run_summary.json hold whole-suite records; a --case selection
     # goes to eval_<suite>_cases[_<iteration>].json and leaves them as they are.

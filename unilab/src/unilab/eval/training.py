@@ -300,6 +300,7 @@ def _worker(run_dir: str, suite: str | None, cases: list[str] | None, num_envs: 
     from unilab.eval.policy import untrained_policy
     from unilab.eval.report import make_record
     from unilab.eval.runner import EvalSession
+    from unilab.robots import robot_settings
     from unilab_rl.async_runtime import load_flat_state
 
     torch.set_num_threads(threads)
@@ -330,6 +331,7 @@ def _worker(run_dir: str, suite: str | None, cases: list[str] | None, num_envs: 
                     policy_kind="training", policy_file="", iteration=iteration, final=False,
                     num_envs=session.plan.num_envs, rows=session.plan.rows, seed=seed, overrides=session.settings,
                     wall_time_s=time.perf_counter() - t0,
+                    robot=robot_settings(getattr(session.loaded.cfg, "robot", None)),
                 )  # fmt: skip
                 results.put({"record": record})
             except Exception as exc:  # noqa: BLE001 - reported to the trainer

@@ -7,6 +7,7 @@ through the ``unilab_robots`` entry-point group (:data:`unilab.plugins.ROBOTS`).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from unilab.robots.description import ImuSite, JointDrive, Pose, RobotDescription, name_mirror
@@ -25,6 +26,18 @@ def get_robot(name: str) -> RobotDescription:
         return ROBOTS.get(name).item
     except KeyError as exc:
         raise RobotModelError(f"robot.name: {exc.args[0]}") from None
+
+
+def robot_settings(robot: Any = None) -> dict[str, Any]:
+    """The run's ``robot.*`` settings as a record names them (an eval JSON record, the exported
+    policy's metadata): ``{"name": str, "mjcf": absolute path or None (the description's own
+    model), "actuators": "project" | "file"}``. ``robot``: as for :func:`robot_scene`."""
+    mjcf = getattr(robot, "mjcf", None) if robot is not None else None
+    return {
+        "name": getattr(robot, "name", "g1") if robot is not None else "g1",
+        "mjcf": os.path.abspath(os.path.expanduser(os.fspath(mjcf))) if mjcf else None,
+        "actuators": getattr(robot, "actuators", "project") if robot is not None else "project",
+    }
 
 
 def robot_scene(robot: Any = None, *, with_floor: bool = True, report: bool = True) -> RobotScene:
@@ -63,4 +76,5 @@ __all__ = [
     "name_mirror",
     "print_report",
     "robot_scene",
+    "robot_settings",
 ]

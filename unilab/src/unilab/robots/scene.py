@@ -227,15 +227,22 @@ class SceneReport:
                 f" ({n} of {total} joints differ)")
 
     def rows(self) -> list[list[str]]:
-        """Table rows: joint, then per column ``file -> project`` where they differ (else the one
-        value), then the action scale (``file -> project`` in file mode where it differs)."""
+        """Table rows: joint, then per column where file and project differ ``file → project``
+        (``project``: the project's value replaces the file's) or ``file (project x)`` (``file``:
+        the file's value is used, the project's shown for comparison), else the one value; then
+        the action scale the run uses, with the project's in parentheses where it differs."""
         out = []
+        keep = self.actuators == "file"
         for j, cols in self.differences().items():
             f, p = self.file_drives[j], self.project_drives[j]
-            row = [j, f.kind if "kind" not in cols else f"{f.kind} → {p.kind}"]
-            for c in _COLUMNS:
+            row = [j]
+            for c in ("kind", *_COLUMNS):
                 a, b = getattr(f, c), getattr(p, c)
-                row.append(f"{_fmt(a)} → {_fmt(b)}" if c in cols else _fmt(a))
+                text = str if c == "kind" else _fmt
+                if c not in cols:
+                    row.append(text(a))
+                else:
+                    row.append(f"{text(a)} (project {text(b)})" if keep else f"{text(a)} → {text(b)}")
             used, proj = self.action_scale[j], self.project_action_scale[j]
             row.append(_fmt(used) if _same(used, proj) else f"{_fmt(used)} (project {_fmt(proj)})")
             out.append(row)
@@ -326,22 +333,127 @@ def _compile(spec: mujoco.MjSpec, source: str) -> mujoco.MjModel:
 
 
 def _load(robot: RobotDescription, mjcf: str | os.PathLike | None) -> tuple[mujoco.MjSpec, str, bool]:
-    """(spec, source label, from a file)."""
+    """(spec, source label, from a file). ``mjcf`` ``""`` means unset, as None does.
+
+    Raises:
+        RobotModelError: no such file, a directory, a file that is not MJCF (XML), unreadable
+            XML, or a mesh, heightfield, skin or texture file missing where MuJoCo looks for it.
+    """
+    if isinstance(mjcf, str) and not mjcf.strip():
+        mjcf = None
     if mjcf is None and callable(robot.model):
         return robot.model(), "built-in", False
     path = Path(os.path.abspath(os.path.expanduser(os.fspath(mjcf if mjcf is not None else robot.model))))
     what = "robot.mjcf" if mjcf is not None else f"robot {robot.name!r} model"
+    if path.is_dir():
+        raise RobotModelError(f"{what}: {str(path)!r} is a directory, expected an MJCF file (e.g. its scene.xml)")
     if not path.is_file():
         raise RobotModelError(f"{what}: no such file {str(path)!r}")
+    not_mjcf = f"{what}: {str(path)!r} is not an MJCF (XML) file; expected a MuJoCo model (.xml), e.g. a scene.xml"
+    if not _looks_like_xml(path):
+        raise RobotModelError(not_mjcf)
     try:
         spec = mujoco.MjSpec.from_file(str(path))
     except Exception as exc:  # noqa: BLE001 - XML errors: one line
-        raise RobotModelError(f"{what}: {path} cannot be read: {' '.join(str(exc).split())}") from None
+        text = " ".join(str(exc).split())
+        if "could not find decoder" in text:  # MuJoCo chooses its reader by the file name's extension
+            raise RobotModelError(f"{not_mjcf} (MuJoCo reads MJCF from files named *.xml)") from None
+        raise RobotModelError(f"{what}: {path} cannot be read: {text}") from None
     # Assets resolve against the user's file, also once the scene is MJCF text compiled elsewhere.
     base = spec.modelfiledir or str(path.parent)
-    spec.meshdir = os.path.join(base, spec.meshdir)
-    spec.texturedir = os.path.join(base, spec.texturedir)
+    meshdir, texturedir = spec.meshdir, spec.texturedir
+    spec.meshdir = os.path.join(base, meshdir)
+    spec.texturedir = os.path.join(base, texturedir)
+    _check_asset_files(spec, what, path, meshdir, texturedir)
     return spec, str(path), True
+
+
+def _looks_like_xml(path: Path) -> bool:
+    """Whether the file's first non-blank character (after a UTF-8 byte-order mark) is ``<``."""
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"<")
+
+
+def asset_files(spec: mujoco.MjSpec) -> list[tuple[str, str, str, str]]:
+    """``(kind, name, file, path)`` of every file-backed asset of ``spec``: ``kind`` mesh,
+    hfield, skin or texture (a cube texture's six files each), ``file`` as the spec holds it,
+    ``path`` where MuJoCo's compiler opens it: ``file`` when absolute, else joined to
+    ``meshdir`` (meshes, heightfields, skins) or ``texturedir`` (textures), each taken relative
+    to the model file's folder when relative (``<compiler assetdir>`` sets both). Files given in
+    memory (``spec.assets``) are left out.
+
+    MuJoCo's parser gives a file named in an included model the included file's folder when the
+    file is not found through ``meshdir``/``texturedir``, so such a file arrives absolute.
+    """
+    def folder(d: str) -> str:
+        return d if os.path.isabs(d) else os.path.join(spec.modelfiledir or "", d)
+
+    in_memory = set(spec.assets or {})
+    out = []
+    for kind, items, d in (("mesh", spec.meshes, spec.meshdir), ("hfield", spec.hfields, spec.meshdir),
+                           ("skin", spec.skins, spec.meshdir)):
+        for item in items:
+            if item.file and item.file not in in_memory:
+                out.append((kind, item.name, item.file, os.path.normpath(os.path.join(folder(d), item.file))))
+    for tex in spec.textures:
+        for file in [tex.file, *tex.cubefiles]:
+            if file and file not in in_memory:
+                out.append(("texture", tex.name, file, os.path.normpath(os.path.join(folder(spec.texturedir), file))))
+    return out
+
+
+def _include_dirs(path: Path, limit: int = 100) -> list[str]:
+    """Folders of the files ``path`` includes (``<include file>``, recursively, each relative to
+    the main file's folder as MuJoCo resolves them), longest first. Read with the standard XML
+    parser; a file that does not parse is skipped (MuJoCo's own error follows)."""
+    import xml.etree.ElementTree as ET
+
+    base, seen, todo, dirs = path.parent, set(), [path], set()
+    while todo and len(seen) < limit:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        try:
+            root = ET.parse(current).getroot()
+        except (ET.ParseError, OSError):
+            continue
+        for inc in root.iter("include"):
+            file = inc.get("file")
+            if file:
+                included = Path(os.path.normpath(base / os.path.expanduser(file)))
+                dirs.add(str(included.parent))
+                todo.append(included)
+    return sorted(dirs, key=len, reverse=True)
+
+
+def _check_asset_files(spec: mujoco.MjSpec, what: str, path: Path, meshdir: str, texturedir: str) -> None:
+    """One line naming the first asset file MuJoCo would not find and where it should be, before
+    compiling (whose message names, for a file of an included model, the included file's folder
+    instead, MuJoCo's fallback). ``meshdir``/``texturedir``: as the file sets them."""
+    include_dirs = None
+    for kind, name, file, resolved in asset_files(spec):
+        if os.path.isfile(resolved):
+            continue
+        setting, value = ("texturedir", texturedir) if kind == "texture" else ("meshdir", meshdir)
+        expected, also, written_absolute = resolved, "", os.path.isabs(file)
+        if written_absolute:
+            include_dirs = _include_dirs(path) if include_dirs is None else include_dirs
+            for d in include_dirs:  # the parser's fallback: the included file's folder + the file
+                if resolved.startswith(d + os.sep):
+                    folder = spec.texturedir if kind == "texture" else spec.meshdir
+                    expected = os.path.normpath(os.path.join(folder, os.path.relpath(resolved, d)))
+                    also = f"; nor is it beside the included file: {resolved!r}" if expected != resolved else ""
+                    written_absolute = False
+                    break
+        where = ("an absolute path in the model" if written_absolute
+                 else f"no {setting} set: the model's folder" if not value
+                 else f"{setting} {value!r} of the model" if os.path.isabs(value)
+                 else f"{setting} {value!r} of the model, relative to its folder")
+        raise RobotModelError(
+            f"{what}: {path}: {kind} {name or Path(file).stem!r}: no such file {expected!r} ({where}){also}"
+        )
 
 
 def _joint_actuators(model: mujoco.MjModel) -> dict[int, list[int]]:
@@ -708,8 +820,8 @@ def build_scene(
 
     Args:
         robot: the description (joints, drives, bodies, keyframes, model).
-        mjcf: a user MJCF of this robot (a robot file or a scene that includes one); None: the
-            description's own model.
+        mjcf: a user MJCF of this robot (a robot file or a scene that includes one); None or
+            ``""``: the description's own model.
         actuators: ``"project"`` or ``"file"`` (see the module docstring).
         with_floor: add a floor plane when the world has none.
 
@@ -717,9 +829,11 @@ def build_scene(
         :class:`RobotScene`; nothing is printed (:func:`print_report` shows its report).
 
     Raises:
-        RobotModelError: one line naming the file and what is wrong (no such file, unreadable
-            XML, a missing joint or body, a joint without range, two actuators on one joint, or
-            with ``file`` an actuator that is not a position servo or has no force limit).
+        RobotModelError: one line naming the file and what is wrong (no such file, a directory,
+            a file that is not MJCF (XML), unreadable XML, a mesh, heightfield, skin or texture
+            file missing where MuJoCo looks for it, a missing joint or body, a joint without
+            range, two actuators on one joint, or with ``file`` an actuator that is not a
+            position servo or has no force limit).
     """
     if actuators not in ACTUATOR_CHOICES:
         raise RobotModelError(f"robot.actuators: expected one of {', '.join(ACTUATOR_CHOICES)}, got {actuators!r}")
@@ -764,6 +878,7 @@ __all__ = [
     "RobotScene",
     "SENSOR_NAMES",
     "SceneReport",
+    "asset_files",
     "build_scene",
     "print_report",
     "read_drive",
