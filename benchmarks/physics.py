@@ -54,6 +54,7 @@ as training builds it (:func:`unilab.robots.scene.build_scene`: the task's senso
 options and keyframes added; drives per ``--actuators``, default ``project``), with the same kp
 scale and settling. Run the same grid with and without it to compare with the built-in model, e.g.
 ``--nworld 1024 --threads 1,16 --variants bare,uni --memory-nworld 0 --bridge-nworld 0``.
+``--feet spheres`` builds the feet as ``robot.feet=spheres`` does (four sole spheres per foot).
 
 The compact table is printed last; ``--out`` writes everything as JSON.
 """
@@ -82,7 +83,8 @@ SLOW = ("rollout", "pyloop")
 
 
 # ---------------------------------------------------------------------------- model and state
-def g1_xml(mjcf: str | None = None, actuators: str = "project", kp_scale: float = KP_SCALE) -> str:
+def g1_xml(mjcf: str | None = None, actuators: str = "project", kp_scale: float = KP_SCALE,
+           feet: str = "model") -> str:
     """The G1 scene (the project's model, or the user's ``mjcf`` built as training builds it) with
     position gains x ``kp_scale`` (stands without a policy).
 
@@ -92,7 +94,7 @@ def g1_xml(mjcf: str | None = None, actuators: str = "project", kp_scale: float 
     from unilab.robots.g1 import G1
     from unilab.robots.scene import build_scene
 
-    spec = build_scene(G1, mjcf=mjcf, actuators=actuators).spec
+    spec = build_scene(G1, mjcf=mjcf, actuators=actuators, feet=feet).spec
     for act in spec.actuators:
         act.gainprm[0] *= kp_scale  # kp
         act.biasprm[1] *= kp_scale  # -kp (position actuator); kv (biasprm[2]) unchanged
@@ -550,7 +552,7 @@ def memory_probe(nworld: int, persistent: bool, model: tuple = ()) -> dict:
 
 def run_memory_probe(nworld: int, persistent: bool, args) -> dict | None:
     cmd = [sys.executable, os.path.abspath(__file__), "--memory-probe", str(nworld),
-           "--actuators", args.actuators, "--kp-scale", str(args.kp_scale)]
+           "--actuators", args.actuators, "--kp-scale", str(args.kp_scale), "--feet", args.feet]
     if args.mjcf:
         cmd += ["--mjcf", args.mjcf]
     if persistent:
@@ -775,13 +777,15 @@ def main(argv=None) -> int:
                    help="drives of --mjcf: the project's (default) or the file's, as robot.actuators")
     p.add_argument("--kp-scale", type=float, default=KP_SCALE,
                    help=f"position gains x this, so the robot stands without a policy (default {KP_SCALE:g})")
+    p.add_argument("--feet", choices=("model", "spheres"), default="model",
+                   help="foot collision as robot.feet: the model's geoms (default) or four sole spheres per foot")
     p.add_argument("--memory-probe", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--probe-persistent", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
     if args.mjcf:
         args.mjcf = os.path.abspath(args.mjcf)
-    model_args = (args.mjcf, args.actuators, args.kp_scale)
+    model_args = (args.mjcf, args.actuators, args.kp_scale, args.feet)
     if args.memory_probe is not None:
         print(json.dumps(memory_probe(args.memory_probe, args.probe_persistent, model_args)))
         return 0
@@ -804,6 +808,8 @@ def main(argv=None) -> int:
     model = mujoco.MjModel.from_xml_string(xml)
     s_int, s_full, facts = settled(model, args.kp_scale)
     facts["model"] = f"{args.mjcf}, actuators={args.actuators}" if args.mjcf else "unilab.robots.g1"
+    if args.feet != "model":
+        facts["model"] += f", feet={args.feet}"
     from unisim import SimSpec
     from unisim.backends.mujoco import MujocoBackend
 

@@ -247,7 +247,7 @@ def test_an_untrained_policy_records_falls_and_the_summary_keeps_the_record(walk
     summary = json.loads((walk_run / "run_summary.json").read_text())
     entry = summary["eval"]["walking"]
     assert entry["policy"] == {"kind": "checkpoint", "file": "model_last.pt", "iteration": 2, "final": True}
-    assert entry["robot"] == {"name": "g1", "mjcf": None, "actuators": "project"}  # the built-in model
+    assert entry["robot"] == {"name": "g1", "mjcf": None, "actuators": "project", "feet": "model"}  # the built-in model
     assert entry["headline"] == 0.0 and [c["name"] for c in entry["cases"]] == names
     assert report.json_path == walk_run / "eval_walking.json"
     assert json.loads(report.json_path.read_text())["cases"] == entry["cases"]

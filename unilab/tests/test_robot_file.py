@@ -27,7 +27,7 @@ import torch
 from rich.console import Console
 
 from unilab.robots.g1 import G1
-from unilab.robots.scene import SENSOR_NAMES, RobotModelError, build_scene, print_report
+from unilab.robots.scene import SENSOR_NAMES, RobotModelError, build_scene, print_report, sole_centre
 from unilab.robots.testing import write_meshed_g1
 
 UNILAB = str(Path(sys.executable).parent / "unilab")
@@ -73,6 +73,12 @@ def test_the_robot_file_alone_gets_a_floor(meshed):
     model = scene.compile()
     assert model.geom("floor").type[0] == mujoco.mjtGeom.mjGEOM_PLANE
     assert any("floor plane 'floor' added" in c for c in scene.report.changes)
+    # the added floor comes first among the geoms: the foot priority still lands on the 8 foot spheres
+    feet = [g for g in range(model.ngeom) if model.body(int(model.geom_bodyid[g])).name in G1.feet]
+    colliding = [g for g in feet if model.geom_contype[g]]
+    assert len(colliding) == 8
+    assert all(model.geom_priority[g] > model.geom("floor").priority[0] for g in colliding)
+    assert not any(model.geom_priority[g] for g in feet if not model.geom_contype[g])  # visuals untouched
     # the user's scene has its own floor: nothing added
     model = build_scene(G1, mjcf=meshed).compile()
     assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, "floor") == -1
@@ -300,7 +306,7 @@ def test_train_play_export_from_other_directories(meshed, tmp_path, actuators, k
     assert f"robot.actuators={actuators}: robot 'g1' from {meshed}" in result.stderr  # never silent
     (run_dir,) = (train_dir / "logs" / "sac" / "g1_walk_flat").iterdir()
     config = json.loads((run_dir / "run_config.json").read_text())["config"]["robot"]
-    assert config == {"name": "g1", "mjcf": str(meshed), "actuators": actuators}
+    assert config == {"name": "g1", "mjcf": str(meshed), "actuators": actuators, "feet": "model"}
 
     played = cli("play", str(run_dir), "--num-envs", "1", "--steps", "6", "--no-video", cwd=other)
     assert played.returncode == 0, played.stdout + played.stderr
@@ -318,3 +324,69 @@ def test_train_play_export_from_other_directories(meshed, tmp_path, actuators, k
     evaluated = cli("eval", str(run_dir), "--case", "stand", "--num-envs", "1", "--json", str(record), cwd=other)
     assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
     assert json.loads(record.read_text())["robot"] == config  # so does the evaluation's record
+
+
+# ---------------------------------------------------------------------------- robot.feet
+def _foot_geoms(model: mujoco.MjModel, body: str) -> list[int]:
+    return [g for g in range(model.ngeom) if model.geom_bodyid[g] == model.body(body).id and model.geom_contype[g]]
+
+
+@pytest.mark.parametrize("source", ["built-in", "meshed robot file"])
+def test_sphere_feet_keep_the_sole_and_its_contact_settings(meshed, source):
+    mjcf = None if source == "built-in" else meshed.parent / "g1.xml"
+    plain = build_scene(G1, mjcf=mjcf).compile()
+    scene = build_scene(G1, mjcf=mjcf, feet="spheres")
+    model = scene.compile()
+    assert any("robot.feet=spheres" in c for c in scene.report.changes)
+    for body in G1.feet:
+        before, after = _foot_geoms(plain, body), _foot_geoms(model, body)
+        assert len(after) == 4 and len(before) >= 4
+        assert all(model.geom_type[g] == mujoco.mjtGeom.mjGEOM_SPHERE for g in after)
+        np.testing.assert_allclose(model.geom_size[after, 0], 0.01)
+        # the same sole: its bottom centre (the foot site) and its x-y extent, up to the radius
+        np.testing.assert_allclose(sole_centre(model, body), sole_centre(plain, body), atol=1e-9)
+        lo = (model.geom_pos[after] - 0.01).min(axis=0)
+        hi = (model.geom_pos[after] + 0.01).max(axis=0)
+        np.testing.assert_allclose(lo, _box(plain, before)[0], atol=1e-9)
+        np.testing.assert_allclose(hi[:2], _box(plain, before)[1][:2], atol=1e-9)
+        # the contact settings of the geoms they replace (and above the floor's priority)
+        for field in ("geom_condim", "geom_priority", "geom_friction", "geom_solref", "geom_solimp"):
+            np.testing.assert_array_equal(getattr(model, field)[after], getattr(plain, field)[before[:1]].repeat(4, 0))
+    assert np.array_equal(model.site("left_foot").pos, plain.site("left_foot").pos)
+
+
+def _box(model, geoms):
+    signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], dtype=float)
+    pts = []
+    for g in geoms:
+        rot = np.zeros(9)
+        mujoco.mju_quat2Mat(rot, model.geom_quat[g])
+        pts.append((model.geom_aabb[g, :3] + signs * model.geom_aabb[g, 3:]) @ rot.reshape(3, 3).T + model.geom_pos[g])
+    pts = np.concatenate(pts)
+    return pts.min(axis=0), pts.max(axis=0)
+
+
+def test_sphere_feet_stand_on_fewer_contacts():
+    """Settled on both feet at the default pose (gains x10 hold it), the built-in G1 touches the
+    floor at 2 points per sole capsule; with sphere feet at one per sphere."""
+    counts = {}
+    for feet in ("model", "spheres"):
+        spec = build_scene(G1, feet=feet).spec
+        for act in spec.actuators:
+            act.gainprm[0] *= 10.0
+            act.biasprm[1] *= 10.0
+        model = spec.compile()
+        data = mujoco.MjData(model)
+        mujoco.mj_resetDataKeyframe(model, data, 0)
+        data.ctrl[:] = model.key_ctrl[0]
+        mujoco.mj_step(model, data, 300)
+        assert data.qpos[2] > 0.7  # still standing
+        counts[feet] = data.ncon
+    assert counts == {"model": 28, "spheres": 8}
+
+
+def test_robot_feet_is_one_error_line_when_bad(tmp_path):
+    result = cli("config", "--algo", "sac", "--task", "g1_walk_flat", "robot.feet=boxes", cwd=tmp_path)
+    assert result.returncode == 2
+    (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert "robot.feet" in line and "boxes" in line and "spheres" in line

@@ -102,6 +102,10 @@ class RobotConfig(BaseModel):
         "project", description="project: the robot's tuned drives replace the file's (a table shows what "
         "differs); file: keep the file's actuators and derive the action scale from them"
     )
+    feet: Literal["model", "spheres"] = Field(
+        "model", description="model: the feet collide as the model's geoms do; spheres: each foot's collision "
+        "geoms replaced by four spheres at their sole's corners (fewer contacts, cheaper physics; docs/robots.md)"
+    )
 
     @field_validator("mjcf", mode="before")
     @classmethod

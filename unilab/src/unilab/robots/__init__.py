@@ -31,18 +31,19 @@ def get_robot(name: str) -> RobotDescription:
 def robot_settings(robot: Any = None) -> dict[str, Any]:
     """The run's ``robot.*`` settings as a record names them (an eval JSON record, the exported
     policy's metadata): ``{"name": str, "mjcf": absolute path or None (the description's own
-    model), "actuators": "project" | "file"}``. ``robot``: as for :func:`robot_scene`."""
+    model), "actuators": "project" | "file", "feet": "model" | "spheres"}``. ``robot``: as for :func:`robot_scene`."""
     mjcf = getattr(robot, "mjcf", None) if robot is not None else None
     return {
         "name": getattr(robot, "name", "g1") if robot is not None else "g1",
         "mjcf": os.path.abspath(os.path.expanduser(os.fspath(mjcf))) if mjcf else None,
         "actuators": getattr(robot, "actuators", "project") if robot is not None else "project",
+        "feet": getattr(robot, "feet", "model") if robot is not None else "model",
     }
 
 
 def robot_scene(robot: Any = None, *, with_floor: bool = True, report: bool = True) -> RobotScene:
     """The task scene of the run's ``robot.*`` settings (:class:`unilab.config.RobotConfig`,
-    or any object with ``name``, ``mjcf`` and ``actuators``, and optionally ``description``, a
+    or any object with ``name``, ``mjcf`` and ``actuators``, and optionally ``feet`` and ``description``, a
     :class:`RobotDescription` used instead of looking ``name`` up; None: the built-in G1 with the
     project's drives).
 
@@ -55,10 +56,11 @@ def robot_scene(robot: Any = None, *, with_floor: bool = True, report: bool = Tr
     name = getattr(robot, "name", "g1") if robot is not None else "g1"
     mjcf = getattr(robot, "mjcf", None) if robot is not None else None
     actuators = getattr(robot, "actuators", "project") if robot is not None else "project"
+    feet = getattr(robot, "feet", "model") if robot is not None else "model"
     description = getattr(robot, "description", None)  # an unregistered description (conformance)
     scene = build_scene(description if isinstance(description, RobotDescription) else get_robot(name),
-                        mjcf=mjcf, actuators=actuators, with_floor=with_floor)
-    if report and (scene.report.source != "built-in" or actuators != "project"):
+                        mjcf=mjcf, actuators=actuators, with_floor=with_floor, feet=feet)
+    if report and (scene.report.source != "built-in" or actuators != "project" or feet != "model"):
         print_report(scene.report)
     return scene
 

@@ -24,6 +24,8 @@ required from it:
   a ``tracking`` camera on the base body;
 - **foot contact priority** above the floor's, so the foot geoms' friction (which the tasks
   randomize) is the contact's friction;
+- with ``robot.feet=spheres``, each foot's collision geoms replaced by four spheres at the
+  corners of their sole (:func:`_sphere_feet`): fewer contacts, cheaper physics;
 - **keyframes** of the description first (keyframe 0 = the default pose); the file's keyframes
   follow when they still fit the model.
 
@@ -46,6 +48,12 @@ from unilab.robots.description import JointDrive, Pose, RobotDescription
 
 ACTUATOR_CHOICES = ("project", "file")
 """Values of ``robot.actuators``."""
+
+FEET_CHOICES = ("model", "spheres")
+"""Values of ``robot.feet``."""
+
+SOLE_SPHERE_RADIUS_M = 0.01
+"""Radius of the sole spheres of ``robot.feet=spheres``, m (the built-in G1's sole capsules')."""
 
 PHYSICS = {
     "timestep": 0.005,
@@ -508,6 +516,17 @@ def sole_centre(model: mujoco.MjModel, body: str) -> np.ndarray:
     Raises:
         RobotModelError: the body has no collision geom.
     """
+    lo, hi = _collision_box(model, body)
+    return np.array([0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1]), lo[2]])
+
+
+def _collision_box(model: mujoco.MjModel, body: str) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi), (3,) each, m: the box in ``body``'s frame around its collision geoms' bounding
+    boxes (MuJoCo's ``geom_aabb``, each transformed by its geom's pose).
+
+    Raises:
+        RobotModelError: the body has no collision geom.
+    """
     b = model.body(body).id
     geoms = _collision_geoms(model, b)
     if not geoms:
@@ -521,8 +540,55 @@ def sole_centre(model: mujoco.MjModel, body: str) -> np.ndarray:
         mujoco.mju_quat2Mat(rot, model.geom_quat[g])
         corners.append(local @ rot.reshape(3, 3).T + model.geom_pos[g])
     pts = np.concatenate(corners)
-    lo, hi = pts.min(axis=0), pts.max(axis=0)
-    return np.array([0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1]), lo[2]])
+    return pts.min(axis=0), pts.max(axis=0)
+
+
+def _sphere_feet(spec: mujoco.MjSpec, model: mujoco.MjModel, robot: RobotDescription,
+                 report: SceneReport) -> None:
+    """Replace each foot body's collision geoms by four spheres of radius
+    :data:`SOLE_SPHERE_RADIUS_M` inside the corners of their sole: the x-y extent of their
+    bounding box (:func:`_collision_box`), centres one radius in from its edges and one radius
+    above its bottom, so the support polygon and the sole height stay those of the model. The
+    spheres take the contact settings (condim, priority, friction, solref, solimp, margin, gap)
+    of the foot's first collision geom; the replaced geoms keep their looks and stop colliding.
+
+    Why: a sphere touches a plane at one point, a capsule at up to two and a box or mesh at up to
+    four, and MuJoCo's solver cost grows with the contacts (the built-in G1 stands on 14 sole
+    capsules, 28 contacts; with spheres on 8).
+    """
+    r = SOLE_SPHERE_RADIUS_M
+    feet = []  # every foot's geoms taken before any is added: spec.geoms follows the body tree
+    for body in robot.feet:
+        lo, hi = _collision_box(model, body)
+        if min(hi[0] - lo[0], hi[1] - lo[1]) < 2.0 * r:
+            raise RobotModelError(
+                f"robot.feet=spheres: the sole of foot body {body!r} is {_vec(hi - lo)} m, narrower than two "
+                f"spheres of radius {r} m; use robot.feet=model"
+            )
+        feet.append((body, lo, hi, [spec.geoms[g] for g in _collision_geoms(model, model.body(body).id)]))
+    replaced = 0
+    for body, lo, hi, geoms in feet:
+        first = geoms[0]
+        parent = spec.body(body)
+        for i, (x, y) in enumerate((x, y) for x in (lo[0] + r, hi[0] - r) for y in (lo[1] + r, hi[1] - r)):
+            g = parent.add_geom()
+            g.name = f"{body}_sole_sphere{i}"
+            g.type = mujoco.mjtGeom.mjGEOM_SPHERE
+            g.size = [r, 0.0, 0.0]
+            g.pos = [x, y, lo[2] + r]
+            g.contype, g.conaffinity = first.contype, first.conaffinity
+            g.condim, g.priority = first.condim, first.priority
+            g.friction, g.solref, g.solimp = list(first.friction), list(first.solref), list(first.solimp)
+            g.margin, g.gap = first.margin, first.gap
+            g.group, g.rgba = first.group, list(first.rgba)
+        for geom in geoms:
+            geom.contype = 0
+            geom.conaffinity = 0
+        replaced += len(geoms)
+    report.changes.append(
+        f"robot.feet=spheres: {replaced} foot collision geoms replaced by 4 spheres per foot (radius {r} m) at "
+        "the corners of their soles"
+    )
 
 
 def _look_quat(forward: Sequence[float]) -> list[float]:
@@ -815,6 +881,7 @@ def build_scene(
     mjcf: str | os.PathLike | None = None,
     actuators: str = "project",
     with_floor: bool = True,
+    feet: str = "model",
 ) -> RobotScene:
     """The task scene of ``robot``: its model (or ``mjcf``) plus what the tasks need.
 
@@ -824,6 +891,8 @@ def build_scene(
             ``""``: the description's own model.
         actuators: ``"project"`` or ``"file"`` (see the module docstring).
         with_floor: add a floor plane when the world has none.
+        feet: ``"model"`` (the model's foot collision geoms) or ``"spheres"`` (four sole spheres
+            per foot, :func:`_sphere_feet`).
 
     Returns:
         :class:`RobotScene`; nothing is printed (:func:`print_report` shows its report).
@@ -837,6 +906,8 @@ def build_scene(
     """
     if actuators not in ACTUATOR_CHOICES:
         raise RobotModelError(f"robot.actuators: expected one of {', '.join(ACTUATOR_CHOICES)}, got {actuators!r}")
+    if feet not in FEET_CHOICES:
+        raise RobotModelError(f"robot.feet: expected one of {', '.join(FEET_CHOICES)}, got {feet!r}")
     spec, source, from_file = _load(robot, mjcf)
     report = SceneReport(robot.name, source, actuators, action_scale_factor=robot.action_scale_factor)
     model = _compile(spec, source)
@@ -859,7 +930,11 @@ def build_scene(
         _add_floor(spec)
         if from_file:
             report.changes.append("floor plane 'floor' added (the world had no plane or heightfield)")
+        model = _compile(spec, source)  # the floor is geom 0 now: model and spec.geoms ids agree again
     _add_view(spec, model, robot)
+    if feet == "spheres":
+        _sphere_feet(spec, model, robot, report)
+        model = _compile(spec, source)
     _add_sites(spec, model, robot, source, report)
     _raise_foot_priority(spec, model, robot, report)
     _add_sensors(spec, robot, report)
@@ -871,6 +946,7 @@ def build_scene(
 __all__ = [
     "ACTUATOR_CHOICES",
     "DriveValues",
+    "FEET_CHOICES",
     "FOOT_SITES",
     "FOOT_SITE_TOLERANCE_M",
     "PHYSICS",
