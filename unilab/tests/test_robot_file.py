@@ -390,3 +390,26 @@ def test_robot_feet_is_one_error_line_when_bad(tmp_path):
     assert result.returncode == 2
     (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert "robot.feet" in line and "boxes" in line and "spheres" in line
+
+
+def test_a_run_with_sphere_feet_records_them_and_its_env_stands_on_them(tmp_path):
+    result = cli("train", "--algo", "sac", "--task", "g1_walk_flat", "--preset", "laptop", *TINY,
+                 "robot.feet=spheres", "training.no_play=true", "training.log_dir=logs", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "robot.feet=spheres: 14 foot collision geoms replaced" in result.stderr  # never silent
+    (run_dir,) = (tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir()
+    config = json.loads((run_dir / "run_config.json").read_text())["config"]["robot"]
+    assert config["feet"] == "spheres"
+
+    from unilab.tasks.g1_walk_flat import G1WalkFlatConfig, make_env
+    from unisim.backends.mujoco import MujocoBackend
+
+    env = make_env(G1WalkFlatConfig(), backend_cls=MujocoBackend, num_envs=1, nthread=1,
+                   robot=SimpleNamespace(name="g1", mjcf=None, actuators="project", feet="spheres"))
+    try:
+        model = env.backend.model  # the compiled model the env steps
+        for body in G1.feet:
+            geoms = _foot_geoms(model, body)
+            assert len(geoms) == 4 and all(model.geom_type[g] == mujoco.mjtGeom.mjGEOM_SPHERE for g in geoms)
+    finally:
+        env.close()
