@@ -43,11 +43,11 @@ def test_a_combination_train_refuses_is_refused_here_too():
 
 
 def test_another_algorithms_setting_is_named_as_such():
-    result = config("--algo", "flashsac", "--task", "g1_walk_flat", "algo.equivariant_actor=true")
+    result = config("--algo", "flashsac", "--task", "g1_walk_flat", "algo.critic_reduction=mean")
     lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert result.returncode == 2 and lines == [
-        "error: unknown key 'algo.equivariant_actor' in the command line: it is a setting of --algo sac, not of "
+        "error: unknown key 'algo.critic_reduction' in the command line: it is a setting of --algo sac, not of "
         "--algo flashsac"
     ], result.stderr
-    typo = config("--algo", "flashsac", "--task", "g1_walk_flat", "algo.equivariant_actr=true")
+    typo = config("--algo", "flashsac", "--task", "g1_walk_flat", "algo.critic_reductoin=mean")
     assert typo.returncode == 2 and "a setting of --algo" not in typo.stderr  # a misspelling: the usual message

@@ -1,6 +1,6 @@
 """Symmetry augmentation (``symmetry=True``): mirrored half batches, symmetric observation
-statistics, both runtimes, FlashSAC, and the errors for an env without a mirror; SAC's
-equivariant actor (``equivariant_actor=True``)."""
+statistics, both runtimes, FlashSAC, and the errors for an env without a mirror; SAC's and
+FlashSAC's equivariant actors (``equivariant_actor=True``)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import torch
 
 from unilab_rl import AsyncOffPolicyRunner, FlashSAC, FlashSACConfig, OffPolicyRunner
 from unilab_rl.algorithms.sac import SACConfig
+from unilab_rl.algorithms.flashsac.networks import FlashActor
 from unilab_rl.algorithms.sac.networks import Actor, squashed_gaussian_log_prob
 from unilab_rl.replay import ReplayBuffer, mirror_half
 from unilab_rl.testing import PointEnv, SymmetricPointEnv, fill_random, live_children
@@ -204,3 +205,58 @@ def test_sac_with_an_equivariant_actor_trains_to_a_mirror_equivariant_policy(mak
             torch.testing.assert_close(again.inference_policy()(obs), policy(obs), rtol=0, atol=0)
     else:  # mirrored replay rows alone leave the trained policy off the mirror
         assert gap > 1e-4 and not sac.actor.equivariant
+
+
+def _flash_actor(mirror) -> FlashActor:
+    actor = FlashActor(7, *BOX, hidden_dim=16, num_blocks=1, mirror=mirror)
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # weights and batch-norm statistics of a trained actor
+        for p in actor.parameters():
+            p.copy_(0.5 * torch.randn(p.shape, generator=gen))
+        for name, b in actor.named_buffers():
+            if name.endswith("running_mean"):
+                b.copy_(torch.randn(b.shape, generator=gen))
+            elif name.endswith("running_var"):
+                b.copy_(0.5 + torch.rand(b.shape, generator=gen))
+    return actor
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_the_flashsac_equivariant_actor_commutes_with_the_mirror(training) -> None:
+    """With running statistics (acting, evaluation, export) and with batch statistics (the
+    update), where a batch and its mirror image give the same statistics."""
+    obs = torch.randn(32, 7, generator=torch.Generator().manual_seed(1))
+    mirrored = apply_mirror(obs, OBS_MIRROR)
+    plain, equivariant = _flash_actor(None), _flash_actor((OBS_MIRROR, ACTION_MIRROR))
+    assert not plain.equivariant and equivariant.equivariant
+    with torch.no_grad():
+        gap = (plain(mirrored, training)[0] - apply_mirror(plain(obs, training)[0], ACTION_MIRROR)).abs()
+        assert gap.max() > 0.1  # nothing else makes the network equivariant
+        mean, log_std = equivariant(obs, training)
+        mean_m, log_std_m = equivariant(mirrored, training)
+    torch.testing.assert_close(mean_m, apply_mirror(mean, ACTION_MIRROR), rtol=0, atol=1e-5)
+    torch.testing.assert_close(log_std_m, log_std[:, ACTION_MIRROR[0]], rtol=0, atol=1e-5)
+    assert mean.std() > 0.1  # not equivariant by being constant
+    with pytest.raises(ValueError, match="action box is not its own mirror image"):
+        FlashActor(7, BOX[0], torch.tensor([1.0, 2.0, 2.0, 0.5]), mirror=(OBS_MIRROR, ACTION_MIRROR))
+    with pytest.raises(ValueError, match=r"FlashSACConfig\.equivariant_actor=True needs FlashSACConfig\.symmetry"):
+        FlashSACConfig(equivariant_actor=True)
+
+
+def test_flashsac_with_an_equivariant_actor_trains_to_a_mirror_equivariant_policy() -> None:
+    cfg = dict(learning_starts=2, buffer_size_per_env=64, batch_size=32, num_updates=2, actor_hidden_dim=16,
+               critic_hidden_dim=16, actor_num_blocks=1, critic_num_blocks=1, num_bins=21, symmetry=True,
+               equivariant_actor=True, actor_ema=0.1)
+    env = make_symmetric_env()
+    agent = FlashSAC(env, FlashSACConfig(**cfg), "cpu")
+    OffPolicyRunner(env, agent, seed=0).learn(10)
+    assert agent.num_critic_updates > 0 and agent.actor.equivariant
+    policy = agent.inference_policy()  # the averaged actor, running statistics
+    obs = 3.0 * torch.randn(256, 1, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        gap = (policy(apply_mirror(obs, MIRROR.obs["actor"])) - apply_mirror(policy(obs), MIRROR.actions)).abs().max()
+    assert gap < 1e-5
+    again = FlashSAC(make_symmetric_env(), FlashSACConfig(**cfg), "cpu")
+    again.load_state_dict(agent.state_dict())  # the checkpoint keeps the mirror
+    with torch.no_grad():
+        torch.testing.assert_close(again.inference_policy()(obs), policy(obs), rtol=0, atol=0)

@@ -59,7 +59,7 @@ def prepare(algo: str, task: str, sim: str, overrides: list[str], preset: str | 
 
 def _other_algorithms_key(exc: UnknownKeyError, algo: str) -> str | None:
     """For an unknown ``algo.<name>`` that other registered algorithms have (e.g. SAC's
-    ``equivariant_actor`` given with ``--algo flashsac``), the error naming them instead of the
+    ``critic_reduction`` given with ``--algo flashsac``), the error naming them instead of the
     closest spelling; else None."""
     section, _, rest = exc.key.partition(".")
     name = rest.split(".", 1)[0]

@@ -138,9 +138,12 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
 
         # Networks (projected onto their spheres at construction) and the target critic, which
         # follows by EMA from then on and is never projected again.
+        actor_mirror = None
+        if cfg.equivariant_actor and self.mirror is not None:
+            actor_mirror = (self.mirror.obs[self.actor_group], self.mirror.actions)
         self.actor = FlashActor(
             obs_dims[self.actor_group], self.action_low, self.action_high, cfg.actor_hidden_dim,
-            cfg.actor_num_blocks, entropy_units=cfg.entropy_units,
+            cfg.actor_num_blocks, entropy_units=cfg.entropy_units, mirror=actor_mirror,
         ).to(self.device)  # fmt: skip
         self.critic = CategoricalCritic(
             obs_dims[self.critic_group], self.num_actions, cfg.critic_hidden_dim, cfg.critic_num_blocks,

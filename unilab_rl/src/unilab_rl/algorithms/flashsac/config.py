@@ -149,6 +149,13 @@ class FlashSACConfig:
     the second half of each sampled batch is replaced by its mirror image (``env.mirror``). The
     raw observations are mirrored before the networks' input batch norms, whose batch statistics
     then come from a half-mirrored batch. Not part of the FlashSAC paper; default off."""
+    equivariant_actor: bool = False
+    """Make the actor left/right equivariant by construction (needs ``symmetry``), as
+    :attr:`unilab_rl.algorithms.sac.SACConfig.equivariant_actor`: the Gaussian's mean and log std
+    are averaged over the observation and its mirror image, both run through the trunk as one
+    batch (:class:`unilab_rl.algorithms.flashsac.networks.FlashActor`), so ``pi(M o) = M pi(o)``
+    exactly, with batch or running statistics alike. Costs one actor pass over twice the rows.
+    Not part of the FlashSAC paper; default off."""
 
     # -- Deployed policy --------------------------------------------------------------------
     actor_ema: float = 0.0
@@ -192,6 +199,9 @@ class FlashSACConfig:
             raise ValueError(
                 f"FlashSACConfig.action_bound must be null (the whole box) or > 0, got {self.action_bound!r}"
             )
+        if self.equivariant_actor and not self.symmetry:
+            raise ValueError("FlashSACConfig.equivariant_actor=True needs FlashSACConfig.symmetry=True (the env's "
+                             "mirror), got FlashSACConfig.symmetry=False")
         if self.entropy_units not in ("action", "squashed"):
             raise ValueError(
                 f"FlashSACConfig.entropy_units must be 'action' or 'squashed', got {self.entropy_units!r}"

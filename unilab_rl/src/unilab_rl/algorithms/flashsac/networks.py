@@ -28,7 +28,7 @@ import math
 import torch
 from torch import nn
 
-from unilab_rl.algorithms.sac.networks import _box, squashed_gaussian_log_prob
+from unilab_rl.algorithms.sac.networks import _box, register_mirror, squashed_gaussian_log_prob
 
 
 def _member_shape(ensemble: int, *shape: int) -> tuple[int, ...]:
@@ -200,9 +200,17 @@ class FlashActor(nn.Module):
         entropy_units: units of :meth:`sample`'s log-probability: ``"action"``, the env's action
             units (it includes the box's Jacobian ``-sum_i log(half_range_i)``), or ``"squashed"``,
             the ``[-1, 1]`` units of ``tanh(u)`` (see ``FlashSACConfig.entropy_units``).
+        mirror: ``((obs_perm, obs_sign), (action_perm, action_sign))`` for equivariant mode, as
+            :class:`unilab_rl.algorithms.sac.networks.Actor` takes it, or None. In equivariant
+            mode the observations and their mirror images go through the trunk as one batch of
+            2B rows (batch statistics over both in training mode), and ``mean(o) = (f(o) +
+            M_a f(M_o o)) / 2``, the pre-tanh log std likewise with the action permutation alone
+            (Abdolhosseini et al., MIG 2019, doi 10.1145/3359566.3360070).
 
     Raises:
-        ValueError: bad action bounds or ``entropy_units``.
+        ValueError: bad action bounds or ``entropy_units``; a mirror whose sizes do not fit, that
+            is not a signed permutation equal to its inverse, or an action box that is not its own
+            mirror image.
     """
 
     action_centre: torch.Tensor
@@ -220,6 +228,7 @@ class FlashActor(nn.Module):
         log_std_min: float = -10.0,
         log_std_max: float = 2.0,
         entropy_units: str = "action",
+        mirror: tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]] | None = None,
     ) -> None:
         super().__init__()
         if entropy_units not in ("action", "squashed"):
@@ -235,6 +244,9 @@ class FlashActor(nn.Module):
         self.log_std_min, self.log_std_max = log_std_min, log_std_max
         self.register_buffer("action_centre", centre)
         self.register_buffer("action_half_range", half_range)
+        self.equivariant = mirror is not None
+        if mirror is not None:
+            register_mirror(self, mirror, obs_dim, centre, half_range)
 
     def forward(self, obs: torch.Tensor, training: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """Gaussian parameters before the squash.
@@ -244,11 +256,20 @@ class FlashActor(nn.Module):
             training: batch statistics in the batch norms (and update their running statistics).
 
         Returns:
-            mean: (B, A); log_std: (B, A) in ``[log_std_min, log_std_max]``; float32.
+            mean: (B, A); log_std: (B, A) in ``[log_std_min, log_std_max]``; float32. In
+            equivariant mode ``mean(M_o o) = M_a mean(o)`` and ``log_std(M_o o) = log_std(o)[..., perm_a]``.
         """
-        h = self.trunk(obs, training)
-        mean = (self.mean_head(h) + self.mean_bias).float()
-        raw = (self.log_std_head(h) + self.log_std_bias).float()
+        if self.equivariant:
+            rows = obs.shape[0]
+            h = self.trunk(torch.cat((obs, obs[..., self.mirror_obs_perm] * self.mirror_obs_sign)), training)
+            means = (self.mean_head(h) + self.mean_bias).float()  # (2B, A)
+            raws = (self.log_std_head(h) + self.log_std_bias).float()
+            mean = 0.5 * (means[:rows] + means[rows:][..., self.mirror_action_perm] * self.mirror_action_sign)
+            raw = 0.5 * (raws[:rows] + raws[rows:][..., self.mirror_action_perm])
+        else:
+            h = self.trunk(obs, training)
+            mean = (self.mean_head(h) + self.mean_bias).float()
+            raw = (self.log_std_head(h) + self.log_std_bias).float()
         log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (1.0 + torch.tanh(raw))
         return mean, log_std
 

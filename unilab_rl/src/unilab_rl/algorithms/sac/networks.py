@@ -87,6 +87,38 @@ def _check_mirror(perm: torch.Tensor, sign: torch.Tensor, width: int, what: str)
         raise ValueError(f"equivariant actor: the {what} mirror is not a signed permutation that is its own inverse")
 
 
+def register_mirror(
+    module: nn.Module,
+    mirror: tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
+    obs_dim: int,
+    centre: torch.Tensor,
+    half_range: torch.Tensor,
+) -> None:
+    """Check an equivariant actor's mirror and keep it on ``module`` as the buffers
+    ``mirror_obs_perm``, ``mirror_obs_sign``, ``mirror_action_perm``, ``mirror_action_sign``
+    (int64 / float32, on the CPU until the module moves; in its ``state_dict``).
+
+    Args:
+        mirror: ``((obs_perm, obs_sign), (action_perm, action_sign))``, (obs_dim,) and (A,) each.
+        centre, half_range: (A,) the action box, which must be its own mirror image.
+
+    Raises:
+        ValueError: sizes that do not fit, not a signed permutation equal to its inverse, or a box
+            that the action mirror does not map onto itself.
+    """
+    (obs_perm, obs_sign), (act_perm, act_sign) = mirror
+    _check_mirror(obs_perm, obs_sign, obs_dim, "observation")
+    _check_mirror(act_perm, act_sign, centre.shape[0], "action")
+    act_perm, act_sign = act_perm.detach().cpu().long(), act_sign.detach().cpu().float()
+    if not (torch.allclose(centre[act_perm] * act_sign, centre, atol=1e-6)
+            and torch.allclose(half_range[act_perm], half_range, atol=1e-6)):
+        raise ValueError("equivariant actor: the action box is not its own mirror image")
+    module.register_buffer("mirror_obs_perm", obs_perm.detach().cpu().long())
+    module.register_buffer("mirror_obs_sign", obs_sign.detach().cpu().float())
+    module.register_buffer("mirror_action_perm", act_perm)
+    module.register_buffer("mirror_action_sign", act_sign)
+
+
 class Actor(nn.Module):
     """Tanh-squashed diagonal Gaussian policy mapped onto the env's action box.
 
@@ -146,17 +178,7 @@ class Actor(nn.Module):
         self.register_buffer("action_half_range", half_range)
         self.equivariant = mirror is not None
         if mirror is not None:
-            (obs_perm, obs_sign), (act_perm, act_sign) = mirror
-            _check_mirror(obs_perm, obs_sign, obs_dim, "observation")
-            _check_mirror(act_perm, act_sign, num_actions, "action")
-            act_perm, act_sign = act_perm.detach().cpu().long(), act_sign.detach().cpu().float()
-            if not (torch.allclose(centre[act_perm] * act_sign, centre, atol=1e-6)
-                    and torch.allclose(half_range[act_perm], half_range, atol=1e-6)):
-                raise ValueError("equivariant actor: the action box is not its own mirror image")
-            self.register_buffer("mirror_obs_perm", obs_perm.detach().cpu().long())
-            self.register_buffer("mirror_obs_sign", obs_sign.detach().cpu().float())
-            self.register_buffer("mirror_action_perm", act_perm)
-            self.register_buffer("mirror_action_sign", act_sign)
+            register_mirror(self, mirror, obs_dim, centre, half_range)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Gaussian parameters before the squash.
