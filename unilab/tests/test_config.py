@@ -172,3 +172,17 @@ def test_a_boolean_for_a_number_in_a_yaml_file_is_refused_and_ints_for_floats_st
         resolve_config(model, owner_config_files(tmp_path, "sac", "mujoco", None), [])
     cfg = resolve_config(model, [], ["env.rewards.alive=2", "algo.gamma=1", "training.no_play=true"])
     assert (cfg.env.rewards.alive, cfg.algo.gamma, cfg.training.no_play) == (2.0, 1.0, True)
+
+
+@pytest.mark.parametrize("override, suggestion", [
+    ("mjcf=x", "'robot.mjcf'"),
+    ("log_dir=x", "'training.log_dir'"),
+    ("nthread=2", "'sim.nthread'"),
+    ("rewards.alive=1", "'env.rewards.alive'"),
+    ("num_env=3", "'training.num_envs'"),
+    ("trainig.seed=1", "'training.seed'"),
+])
+def test_a_key_without_its_section_names_the_key_in_the_section_that_has_it(model, override, suggestion):
+    with pytest.raises(ConfigError) as err:
+        resolve_config(model, [], [override])
+    assert f"(did you mean {suggestion}?)" in str(err.value)

@@ -23,6 +23,7 @@ refused with one line naming its new key (:data:`RENAMED_KEYS`).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import types
 import typing
@@ -289,8 +290,9 @@ def _check_keys(
             if key in FIXED_KEYS:
                 raise ConfigError(f"key {key!r} in {source} is no longer a setting: {FIXED_KEYS[key]}")
             section = prefix.rstrip(".") or "the top level"
+            hint = _top_level_hint(given, valid_keys(root)) if not prefix else did_you_mean(given, valid_keys(root), n=1)
             raise UnknownKeyError(
-                f"unknown key {given!r} in {source}{did_you_mean(given, valid_keys(root), n=1)}; "
+                f"unknown key {given!r} in {source}{hint}; "
                 f"valid keys under {section}: {', '.join(sorted(model.model_fields))}",
                 given, source,
             )
@@ -299,6 +301,21 @@ def _check_keys(
             if not isinstance(value, dict):
                 raise ConfigError(f"{key!r} in {source} is a section; set its keys, e.g. {key}.<key>=...")
             _check_keys(value, ann, source, key + ".", root)
+
+
+def _top_level_hint(given: str, keys: list[str]) -> str:
+    """``" (did you mean 'robot.mjcf'?)"`` for a key written without its section (``mjcf``,
+    ``rewards.alive``) or with a misspelt one: ``given`` is compared with every key and every
+    dotted tail of one (``mjcf``, ``rewards.alive``, ``env.rewards.alive``); a tail equal to it
+    names its keys (at most 3), else difflib's closest tail does. ``""`` when nothing is close."""
+    by_tail: dict[str, list[str]] = {}
+    for key in keys:
+        parts = key.split(".")
+        for i in range(len(parts)):
+            by_tail.setdefault(".".join(parts[i:]), []).append(key)
+    tails = [given] if given in by_tail else difflib.get_close_matches(given, list(by_tail), n=1)
+    names = list(dict.fromkeys(k for tail in tails for k in by_tail[tail]))[:3]
+    return f" (did you mean {', '.join(map(repr, names))}?)" if names else ""
 
 
 def parse_overrides(overrides: list[str]) -> dict:
