@@ -290,7 +290,8 @@ def _check_keys(
             if key in FIXED_KEYS:
                 raise ConfigError(f"key {key!r} in {source} is no longer a setting: {FIXED_KEYS[key]}")
             section = prefix.rstrip(".") or "the top level"
-            hint = _top_level_hint(given, valid_keys(root)) if not prefix else did_you_mean(given, valid_keys(root), n=1)
+            keys = valid_keys(root)
+            hint = did_you_mean(given, keys, n=1) if prefix else _top_level_hint(given, keys)
             raise UnknownKeyError(
                 f"unknown key {given!r} in {source}{hint}; "
                 f"valid keys under {section}: {', '.join(sorted(model.model_fields))}",
