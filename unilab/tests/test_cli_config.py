@@ -51,3 +51,11 @@ def test_another_algorithms_setting_is_named_as_such():
     ], result.stderr
     typo = config("--algo", "flashsac", "--task", "g1_walk_flat", "algo.critic_reductoin=mean")
     assert typo.returncode == 2 and "a setting of --algo" not in typo.stderr  # a misspelling: the usual message
+
+
+def test_a_boolean_for_a_float_setting_is_one_error_line():
+    result = config("--algo", "sac", "--task", "g1_walk_flat", "env.rewards.alive=true")
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert result.returncode == 2 and result.stdout == "" and lines == [
+        "error: invalid value for env.rewards.alive: True (expected a float, not true/false)"
+    ], result.stderr

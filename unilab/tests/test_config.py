@@ -149,3 +149,40 @@ def test_file_paths_are_stored_absolute(model, tmp_path, monkeypatch):
 
     motion = build_run_model(_AlgoCfg, G1MotionTrackingConfig)
     assert resolve_config(motion, [], ["env.motion.file=clip.npz"]).env.motion.file == str(tmp_path / "clip.npz")
+
+
+@pytest.mark.parametrize("override, expected", [
+    ("env.rewards.alive=true", "invalid value for env.rewards.alive: True (expected a float, not true/false)"),
+    ("algo.gamma=false", "invalid value for algo.gamma: False (expected a float, not true/false)"),
+    ("training.num_envs=true", "invalid value for training.num_envs: True (expected an integer, not true/false)"),
+    ("env.commands.lin_vel_x=[true,1]",
+     "invalid value for env.commands.lin_vel_x: [True, 1] (expected a list of floats, not true/false)"),
+    ("algo.hidden=[64,false]", "invalid value for algo.hidden: [64, False] (expected a list of integers, not true/false)"),
+])
+def test_a_boolean_for_a_number_is_refused_not_read_as_one_or_zero(model, override, expected):
+    with pytest.raises(ConfigError) as err:
+        resolve_config(model, [], [override])
+    assert str(err.value) == expected
+    assert err.value.key == override.split("=")[0]
+
+
+def test_a_boolean_for_a_number_in_a_yaml_file_is_refused_and_ints_for_floats_stay_accepted(tmp_path, model):
+    (tmp_path / "sac_mujoco.yaml").write_text("env:\n  rewards:\n    alive: yes\n")
+    with pytest.raises(ConfigError, match=r"^invalid value for env.rewards.alive: True \(expected a float"):
+        resolve_config(model, owner_config_files(tmp_path, "sac", "mujoco", None), [])
+    cfg = resolve_config(model, [], ["env.rewards.alive=2", "algo.gamma=1", "training.no_play=true"])
+    assert (cfg.env.rewards.alive, cfg.algo.gamma, cfg.training.no_play) == (2.0, 1.0, True)
+
+
+@pytest.mark.parametrize("override, suggestion", [
+    ("mjcf=x", "'robot.mjcf'"),
+    ("log_dir=x", "'training.log_dir'"),
+    ("nthread=2", "'sim.nthread'"),
+    ("rewards.alive=1", "'env.rewards.alive'"),
+    ("num_env=3", "'training.num_envs'"),
+    ("trainig.seed=1", "'training.seed'"),
+])
+def test_a_key_without_its_section_names_the_key_in_the_section_that_has_it(model, override, suggestion):
+    with pytest.raises(ConfigError) as err:
+        resolve_config(model, [], [override])
+    assert f"(did you mean {suggestion}?)" in str(err.value)

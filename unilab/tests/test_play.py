@@ -204,3 +204,29 @@ def test_missing_run_or_checkpoint_is_one_line_exit_2(run_dir, tmp_path, args, e
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert expected in lines[0]
     assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_a_second_play_of_a_checkpoint_keeps_the_first_video(run_dir, monkeypatch):
+    """The default video path is never overwritten: play_<it>.mp4, then play_<it>_2.mp4, ..."""
+    import unilab.deploy.play as play_module
+
+    def fake_render(mjcf, qpos, path, *, fps, width, height, ghost_qpos=None):
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(f"video {len(list(path.parent.iterdir()))}".encode())
+        return video.VideoResult(str(path), len(qpos), width, height, fps, "fake", "", "fake")
+
+    monkeypatch.setattr(play_module, "render_video", fake_render)
+    videos = run_dir / "videos"
+    for old in videos.glob("play_*.mp4") if videos.exists() else []:
+        old.unlink()
+    it = play(str(run_dir), num_envs=1, steps=4, fps=25.0).iteration
+    first = videos / f"play_{it}.mp4"
+    content = first.read_bytes()
+    second = play(str(run_dir), num_envs=1, steps=4, fps=25.0)
+    third = play(str(run_dir), num_envs=1, steps=4, fps=25.0)
+    assert first.read_bytes() == content, "the first video was overwritten"
+    assert Path(second.video.path) == videos / f"play_{it}_2.mp4"
+    assert Path(third.video.path) == videos / f"play_{it}_3.mp4"
+    assert any(line.startswith(f"video: {videos / f'play_{it}_2.mp4'}") for line in second.lines())
+    assert summary(run_dir)["video"] == f"videos/play_{it}_3.mp4"

@@ -298,3 +298,19 @@ def test_train_and_config_print_a_lenient_plugin_failure_once(tmp_path, broken_b
     lines = result.stderr.strip().splitlines()
     assert lines[0] == warning and lines.count(warning) == 1, result.stderr
     assert result.returncode == (0 if command == "config" else 2), result.stderr
+
+
+def test_strict_mode_and_a_broken_robot_plugin_make_train_one_error_line(tmp_path):
+    """The robot registry loads when the task builds its scene, after the run is planned: in
+    strict mode its failure is the same one line (exit 2) as a bad setting, not a traceback."""
+    write_distribution(tmp_path / "site", "unilab-test-broken-robot", "0.0.1",
+                       entry_points={"unilab_robots": {"broken_robot": "unilab_test_broken_robot"}},
+                       files={"unilab_test_broken_robot.py": "import no_such_module_for_test\n"})
+    result = cli(tmp_path, "train", "--algo", "sac", "--task", "g1_walk_flat", "training.num_envs=2",
+                 "training.max_iterations=1", "training.no_play=true", "training.device=cpu", strict=True)
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert len(errors) == 1 and errors[0].startswith(
+        "error: could not build task 'g1_walk_flat': robot.name: plugin 'broken_robot' from "
+        "unilab-test-broken-robot 0.0.1 (entry-point group 'unilab_robots') failed: ModuleNotFoundError"
+    ) and "UNILAB_STRICT_PLUGINS=1" in errors[0], result.stderr

@@ -27,7 +27,7 @@ import torch
 from rich.console import Console
 
 from unilab.robots.g1 import G1
-from unilab.robots.scene import SENSOR_NAMES, RobotModelError, build_scene, print_report, sole_centre
+from unilab.robots.scene import SENSOR_NAMES, RobotModelError, brief_reports, build_scene, print_report, sole_centre
 from unilab.robots.testing import write_meshed_g1
 
 UNILAB = str(Path(sys.executable).parent / "unilab")
@@ -133,6 +133,23 @@ def test_project_drives_replace_the_files_and_a_table_shows_it(meshed):
     text = console.export_text()
     assert "robot.actuators=project" in text and "29 of 29 joints differ" in text
     assert re.search(r"left_knee_joint .*500 → 99\.1 .*0\.3 → 0 ", text), text
+
+
+def test_a_brief_report_is_the_title_and_the_changes_without_the_table(meshed):
+    scene = build_scene(G1, mjcf=meshed)
+    assert scene.report.changes
+    outputs = []
+    for brief in (True, False):
+        console = Console(record=True, width=250)
+        if brief:
+            with brief_reports():
+                assert print_report(scene.report, console=console, once=False)
+        else:  # the default again after the block
+            assert print_report(scene.report, console=console, once=False)
+        outputs.append(console.export_text())
+    brief_text, full = outputs
+    assert brief_text.splitlines() == [scene.report.title(), *(f"  {c}" for c in scene.report.changes)]
+    assert "left_knee_joint" in full and scene.report.title() in full
 
 
 def test_file_drives_are_kept_and_scale_the_actions(meshed):
@@ -303,7 +320,8 @@ def test_train_play_export_from_other_directories(meshed, tmp_path, actuators, k
                  f"robot.mjcf={relative}",
                  f"robot.actuators={actuators}", "training.no_play=true", "training.log_dir=logs", cwd=train_dir)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"robot.actuators={actuators}: robot 'g1' from {meshed}" in result.stderr  # never silent
+    title = f"robot.actuators={actuators}: robot 'g1' from {meshed}"
+    assert title in result.stderr and "left_knee_joint" in result.stderr  # never silent: train shows the table
     (run_dir,) = (train_dir / "logs" / "sac" / "g1_walk_flat").iterdir()
     config = json.loads((run_dir / "run_config.json").read_text())["config"]["robot"]
     assert config == {"name": "g1", "mjcf": str(meshed), "actuators": actuators, "feet": "model"}
@@ -324,6 +342,13 @@ def test_train_play_export_from_other_directories(meshed, tmp_path, actuators, k
     evaluated = cli("eval", str(run_dir), "--case", "stand", "--num-envs", "1", "--json", str(record), cwd=other)
     assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
     assert json.loads(record.read_text())["robot"] == config  # so does the evaluation's record
+
+    # play, export and eval: the report's title (how many joints differ) and changes, once; no table
+    changes = build_scene(G1, mjcf=meshed, actuators=actuators).report.changes
+    for command in (played, exported, evaluated):
+        assert command.stderr.count(title) == 1 and "29 of 29 joints differ" in command.stderr, command.stderr
+        assert "left_knee_joint" not in command.stderr and "kp [N·m/rad]" not in command.stderr, command.stderr
+        assert all(change[:60] in command.stderr for change in changes), command.stderr
 
 
 # ---------------------------------------------------------------------------- robot.feet

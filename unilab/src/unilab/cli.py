@@ -169,7 +169,7 @@ def play(
     num_envs: int = typer.Option(DEFAULT_NUM_ENVS, "--num-envs", help="worlds rolled out; the video shows world 0"),
     steps: int = typer.Option(DEFAULT_STEPS, "--steps", help="env steps (250 = 5 s at 50 Hz)"),
     video: Optional[str] = typer.Option(
-        None, "--video", help="mp4 to write (default: <run>/videos/play_<iteration>.mp4)"
+        None, "--video", help="mp4 to write (default: <run>/videos/play_<iteration>.mp4, or _2, _3, ... if taken)"
     ),
     no_video: bool = typer.Option(False, "--no-video", help="roll out and report, no rendering"),
     width: int = typer.Option(640, "--width", help="frame width, pixels (even)"),

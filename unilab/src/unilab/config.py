@@ -23,6 +23,7 @@ refused with one line naming its new key (:data:`RENAMED_KEYS`).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 import types
 import typing
@@ -289,8 +290,10 @@ def _check_keys(
             if key in FIXED_KEYS:
                 raise ConfigError(f"key {key!r} in {source} is no longer a setting: {FIXED_KEYS[key]}")
             section = prefix.rstrip(".") or "the top level"
+            keys = valid_keys(root)
+            hint = did_you_mean(given, keys, n=1) if prefix else _top_level_hint(given, keys)
             raise UnknownKeyError(
-                f"unknown key {given!r} in {source}{did_you_mean(given, valid_keys(root), n=1)}; "
+                f"unknown key {given!r} in {source}{hint}; "
                 f"valid keys under {section}: {', '.join(sorted(model.model_fields))}",
                 given, source,
             )
@@ -299,6 +302,21 @@ def _check_keys(
             if not isinstance(value, dict):
                 raise ConfigError(f"{key!r} in {source} is a section; set its keys, e.g. {key}.<key>=...")
             _check_keys(value, ann, source, key + ".", root)
+
+
+def _top_level_hint(given: str, keys: list[str]) -> str:
+    """``" (did you mean 'robot.mjcf'?)"`` for a key written without its section (``mjcf``,
+    ``rewards.alive``) or with a misspelt one: ``given`` is compared with every key and every
+    dotted tail of one (``mjcf``, ``rewards.alive``, ``env.rewards.alive``); a tail equal to it
+    names its keys (at most 3), else difflib's closest tail does. ``""`` when nothing is close."""
+    by_tail: dict[str, list[str]] = {}
+    for key in keys:
+        parts = key.split(".")
+        for i in range(len(parts)):
+            by_tail.setdefault(".".join(parts[i:]), []).append(key)
+    tails = [given] if given in by_tail else difflib.get_close_matches(given, list(by_tail), n=1)
+    names = list(dict.fromkeys(k for tail in tails for k in by_tail[tail]))[:3]
+    return f" (did you mean {', '.join(map(repr, names))}?)" if names else ""
 
 
 def parse_overrides(overrides: list[str]) -> dict:
@@ -396,10 +414,63 @@ def validate(model: type[BaseModel], tree: dict) -> BaseModel:
         ConfigError: one line naming the key, the value and what was expected; its ``key`` is the
             dotted key (``env.commands.lin_vel_x`` for a list of the wrong length, not its item).
     """
+    _refuse_bool_for_number(model, tree)
     try:
         return model.model_validate(tree)
     except ValidationError as exc:
         raise _config_error(model, tree, exc.errors()) from None
+
+
+def _refuse_bool_for_number(model: type[BaseModel], tree: dict, prefix: str = "") -> None:
+    """Raise :class:`ConfigError` for ``true``/``false`` given to a number (or a list of numbers)
+    that takes no boolean: pydantic's lax mode would read it as 1.0/0.0 (1/0), which is never what
+    ``env.rewards.alive=true`` meant. Ints for float keys stay accepted; unknown keys are left to
+    :func:`_check_keys` and pydantic."""
+    for name, value in tree.items():
+        info = model.model_fields.get(name) if isinstance(name, str) else None
+        if info is None:
+            continue
+        key, ann = f"{prefix}{name}", info.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            if isinstance(value, dict):
+                _refuse_bool_for_number(ann, value, key + ".")
+            continue
+        scalars, items = _leaf_types(ann)
+        if isinstance(value, bool):
+            wanted = scalars
+        elif isinstance(value, (list, tuple)) and any(isinstance(v, bool) for v in value):
+            wanted = items
+        else:
+            continue
+        if bool in wanted or Any in wanted or not {float, int} & wanted:
+            continue
+        if isinstance(value, bool):
+            what = "a float" if float in wanted else "an integer"
+        else:
+            what = "a list of " + ("floats" if float in wanted else "integers")
+        raise ConfigError(f"invalid value for {key}: {value!r} (expected {what}, not true/false)", key)
+
+
+def _leaf_types(ann: Any) -> tuple[set, set]:
+    """The types ``ann`` accepts as a scalar, and as the items of a list or tuple, through
+    ``Optional``, unions and ``Annotated``."""
+    scalars: set = set()
+    items: set = set()
+    stack = [ann]
+    while stack:
+        a = stack.pop()
+        origin = typing.get_origin(a)
+        if origin in (typing.Union, types.UnionType):
+            stack += typing.get_args(a)
+        elif origin is Annotated:
+            stack.append(typing.get_args(a)[0])
+        elif origin in (list, tuple, typing.Sequence):
+            for item in typing.get_args(a):
+                if item is not Ellipsis:
+                    items |= _leaf_types(item)[0]
+        else:
+            scalars.add(a)
+    return scalars, items
 
 
 def _config_error(model: type[BaseModel], tree: dict, errors: list[dict]) -> ConfigError:

@@ -32,6 +32,7 @@ from unilab.config import (
 )
 from unilab.errors import UserError
 from unilab.plugins import ALGORITHMS, BACKENDS, TASKS, lookup
+from unilab.robots.scene import brief_reports
 from unilab_rl.runtime import RuntimeConfig
 
 PLAY_OVERRIDES: dict[str, list[str]] = {
@@ -271,7 +272,9 @@ def _dotted_keys(tree: dict, prefix: str = "") -> list[str]:
 
 def make_env(loaded: LoadedRun, num_envs: int):
     """Build the run's env with ``num_envs`` worlds from ``loaded.cfg`` (physics threads: the run's
-    ``sim.nthread``, or one per available core, and at most one per world; no core pinning).
+    ``sim.nthread``, or one per available core, and at most one per world; no core pinning). A
+    ``robot.mjcf`` run's scene report is the title and the changes, without the drive table
+    (:func:`unilab.robots.scene.brief_reports`).
 
     Raises:
         UserError: the task cannot be built (e.g. a ``robot.mjcf`` that no longer exists).
@@ -282,15 +285,16 @@ def make_env(loaded: LoadedRun, num_envs: int):
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     nthread = min(cfg.sim.nthread or cores, num_envs)
     try:
-        return loaded.task_reg.item.make_env(
-            cfg.env,
-            backend_cls=loaded.backend_reg.item,
-            num_envs=num_envs,
-            nthread=nthread,
-            cpu_ids=None,
-            robot=cfg.robot,
-            seed=cfg.training.seed,
-        )
+        with brief_reports():  # the drive table of a robot.mjcf run is training's; its title and changes stay
+            return loaded.task_reg.item.make_env(
+                cfg.env,
+                backend_cls=loaded.backend_reg.item,
+                num_envs=num_envs,
+                nthread=nthread,
+                cpu_ids=None,
+                robot=cfg.robot,
+                seed=cfg.training.seed,
+            )
     except (ValueError, FileNotFoundError) as exc:
         raise UserError(f"could not build task {loaded.task!r}: {exc}") from None
 

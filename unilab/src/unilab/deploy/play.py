@@ -120,6 +120,18 @@ class PlayResult:
         return out
 
 
+def default_video_path(run_dir: Path, iteration: int) -> Path:
+    """The first free one of ``<run>/videos/play_<iteration>.mp4``, ``play_<iteration>_2.mp4``,
+    ``play_<iteration>_3.mp4``, ...: a second play of a checkpoint (other commands, other
+    overrides) keeps the earlier video."""
+    folder = Path(run_dir) / "videos"
+    path, n = folder / f"play_{iteration}.mp4", 1
+    while path.exists():
+        n += 1
+        path = folder / f"play_{iteration}_{n}.mp4"
+    return path
+
+
 def _round(x: torch.Tensor) -> float | None:
     value = float(x)
     return None if math.isnan(value) else round(value, 6)
@@ -146,7 +158,8 @@ def play(
         checkpoint: checkpoint in the run (default ``model_last.pt``).
         num_envs: worlds rolled out (the video shows world 0).
         steps: env steps.
-        video: mp4 path (default ``<run>/videos/play_<iteration>.mp4``).
+        video: mp4 path, overwritten if it exists (default: :func:`default_video_path`, which
+            never overwrites).
         record_video: False skips rendering.
         width, height: frame size, pixels (even, >= 16).
         fps: frames per second; the control rate divided by a whole number (default: the highest
@@ -204,7 +217,7 @@ def play(
         terminations=rec.terminations,
     )
     if record_video:
-        path = Path(video) if video else loaded.run_dir / "videos" / f"play_{loaded.iteration}.mp4"
+        path = Path(video) if video else default_video_path(loaded.run_dir, loaded.iteration)
         try:
             if mjcf is None:
                 raise VideoError(f"the {loaded.task!r} env has no cfg.mjcf to render")
@@ -222,4 +235,4 @@ def play(
     return result
 
 
-__all__ = ["PlayResult", "play"]
+__all__ = ["PlayResult", "default_video_path", "play"]

@@ -18,13 +18,16 @@ def get_robot(name: str) -> RobotDescription:
     """The registered robot ``name`` (``robot.name``).
 
     Raises:
-        RobotModelError: unknown (listing the installed robots) or registered twice; one line.
+        RobotModelError: unknown (listing the installed robots), registered twice, or (strict
+            mode, ``UNILAB_STRICT_PLUGINS=1``) a robot plugin that failed to load; one line.
     """
+    from unisim.plugins import PluginError
+
     from unilab.plugins import ROBOTS
 
     try:
         return ROBOTS.get(name).item
-    except KeyError as exc:
+    except (KeyError, PluginError) as exc:
         raise RobotModelError(f"robot.name: {exc.args[0]}") from None
 
 

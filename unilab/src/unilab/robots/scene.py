@@ -34,6 +34,7 @@ Every failure is a :class:`RobotModelError`, one line naming the file and the el
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing
 import os
@@ -270,14 +271,31 @@ class SceneReport:
 
 _PRINTED: set[tuple] = set()
 
+DRIVE_TABLE = True
+"""Whether :func:`print_report` shows the per-joint drive table by default. ``unilab train`` does;
+play, export and eval (:func:`brief_reports`) show only the title, which counts the joints that
+differ, and the changes: the table is the training run's, and printing it again adds nothing."""
 
-def print_report(report: SceneReport, *, console=None, once: bool = True) -> bool:
+
+@contextlib.contextmanager
+def brief_reports():
+    """Within this block :func:`print_report` leaves the drive table out (:data:`DRIVE_TABLE`)."""
+    global DRIVE_TABLE
+    before, DRIVE_TABLE = DRIVE_TABLE, False
+    try:
+        yield
+    finally:
+        DRIVE_TABLE = before
+
+
+def print_report(report: SceneReport, *, console=None, once: bool = True, table: bool | None = None) -> bool:
     """Show ``report`` as a rich table on stderr: the drives that differ (``file → project``),
     the action scale, then every other change, one line each.
 
     Printed in the main process of rank 0 only (a spawned collector or another torch.distributed
     rank building the same env stays quiet) and, with ``once``, once per process for the same
-    robot, file and choice.
+    robot, file and choice. ``table=False`` (default: :data:`DRIVE_TABLE`) prints the table's title
+    alone (how many joints differ), then the changes.
 
     Returns:
         Whether anything was printed.
@@ -291,7 +309,7 @@ def print_report(report: SceneReport, *, console=None, once: bool = True) -> boo
     from rich.table import Table
 
     console = console or Console(stderr=True, width=None if os.isatty(2) else 200)
-    rows = report.rows()
+    rows = report.rows() if (DRIVE_TABLE if table is None else table) else []
     if rows:
         table = Table(title=report.title(), title_justify="left")
         for c in ("joint", "type", *(f"{c} [{_UNITS[c]}]" for c in _COLUMNS), "action scale [rad]"):
@@ -955,6 +973,7 @@ __all__ = [
     "SENSOR_NAMES",
     "SceneReport",
     "asset_files",
+    "brief_reports",
     "build_scene",
     "print_report",
     "read_drive",
