@@ -35,12 +35,12 @@ def robot_settings(robot: Any = None) -> dict[str, Any]:
     """The run's ``robot.*`` settings as a record names them (an eval JSON record, the exported
     policy's metadata): ``{"name": str, "mjcf": absolute path or None (the description's own
     model), "actuators": "project" | "file", "feet": "model" | "spheres"}``. ``robot``: as for :func:`robot_scene`."""
-    mjcf = getattr(robot, "mjcf", None) if robot is not None else None
+    mjcf = getattr(robot, "mjcf", None)  # getattr(None, ...) gives the default too
     return {
-        "name": getattr(robot, "name", "g1") if robot is not None else "g1",
+        "name": getattr(robot, "name", "g1"),
         "mjcf": os.path.abspath(os.path.expanduser(os.fspath(mjcf))) if mjcf else None,
-        "actuators": getattr(robot, "actuators", "project") if robot is not None else "project",
-        "feet": getattr(robot, "feet", "model") if robot is not None else "model",
+        "actuators": getattr(robot, "actuators", "project"),
+        "feet": getattr(robot, "feet", "model"),
     }
 
 
@@ -56,14 +56,11 @@ def robot_scene(robot: Any = None, *, with_floor: bool = True, report: bool = Tr
     Raises:
         RobotModelError: (a ValueError) one line naming the setting or file at fault.
     """
-    name = getattr(robot, "name", "g1") if robot is not None else "g1"
-    mjcf = getattr(robot, "mjcf", None) if robot is not None else None
-    actuators = getattr(robot, "actuators", "project") if robot is not None else "project"
-    feet = getattr(robot, "feet", "model") if robot is not None else "model"
+    s = robot_settings(robot)
     description = getattr(robot, "description", None)  # an unregistered description (conformance)
-    scene = build_scene(description if isinstance(description, RobotDescription) else get_robot(name),
-                        mjcf=mjcf, actuators=actuators, with_floor=with_floor, feet=feet)
-    if report and (scene.report.source != "built-in" or actuators != "project" or feet != "model"):
+    scene = build_scene(description if isinstance(description, RobotDescription) else get_robot(s["name"]),
+                        mjcf=s["mjcf"], actuators=s["actuators"], with_floor=with_floor, feet=s["feet"])
+    if report and (scene.report.source != "built-in" or s["actuators"] != "project" or s["feet"] != "model"):
         print_report(scene.report)
     return scene
 
