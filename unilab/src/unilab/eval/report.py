@@ -3,8 +3,8 @@
 
 The JSON record (schema :data:`SCHEMA`) holds the suite's result (:class:`SuiteResult`: headline,
 verdict, one entry per case) and where it came from: run, task, algo, the robot (``robot``:
-``name``, ``mjcf``, the model file's absolute path or null for the robot's own model, and
-``actuators``), the evaluated file (checkpoint or ONNX) and its iteration, rows per case, seed,
+``name``, ``mjcf``, the model file's absolute path or null for the robot's own model,
+``actuators`` and ``feet``), the evaluated file (checkpoint or ONNX) and its iteration, rows per case, seed,
 the settings the env was built with, the wall time and env steps the evaluation took.
 docs/eval.md says what every figure means.
 """
@@ -41,7 +41,7 @@ def make_record(
     robot: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The JSON record of one evaluation (module docstring). ``robot``: the run's robot settings
-    (:func:`unilab.robots.robot_settings`: name, model file or null, actuators)."""
+    (:func:`unilab.robots.robot_settings`: name, model file or null, actuators, feet)."""
     import unilab
 
     return {
