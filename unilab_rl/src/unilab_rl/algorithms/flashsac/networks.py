@@ -28,7 +28,13 @@ import math
 import torch
 from torch import nn
 
-from unilab_rl.algorithms.sac.networks import _box, register_mirror, squashed_gaussian_log_prob
+from unilab_rl.algorithms.sac.networks import (
+    _box,
+    equivariant_average,
+    mirror_observation,
+    register_mirror,
+    squashed_gaussian_log_prob,
+)
 
 
 def _member_shape(ensemble: int, *shape: int) -> tuple[int, ...]:
@@ -261,11 +267,11 @@ class FlashActor(nn.Module):
         """
         if self.equivariant:
             rows = obs.shape[0]
-            h = self.trunk(torch.cat((obs, obs[..., self.mirror_obs_perm] * self.mirror_obs_sign)), training)
+            # one batch of 2B rows: the batch norms' statistics in training mode span both halves
+            h = self.trunk(torch.cat((obs, mirror_observation(self, obs))), training)
             means = (self.mean_head(h) + self.mean_bias).float()  # (2B, A)
             raws = (self.log_std_head(h) + self.log_std_bias).float()
-            mean = 0.5 * (means[:rows] + means[rows:][..., self.mirror_action_perm] * self.mirror_action_sign)
-            raw = 0.5 * (raws[:rows] + raws[rows:][..., self.mirror_action_perm])
+            mean, raw = equivariant_average(self, means[:rows], raws[:rows], means[rows:], raws[rows:])
         else:
             h = self.trunk(obs, training)
             mean = (self.mean_head(h) + self.mean_bias).float()

@@ -119,6 +119,22 @@ def register_mirror(
     module.register_buffer("mirror_action_sign", act_sign)
 
 
+def mirror_observation(module: nn.Module, obs: torch.Tensor) -> torch.Tensor:
+    """``M_o obs``: (..., obs_dim) mirrored by the buffers of :func:`register_mirror`."""
+    return obs[..., module.mirror_obs_perm] * module.mirror_obs_sign
+
+
+def equivariant_average(
+    module: nn.Module, mean: torch.Tensor, raw: torch.Tensor, mean_m: torch.Tensor, raw_m: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The equivariant actor's Gaussian parameters from the head outputs on ``o`` (``mean``,
+    ``raw``: the pre-tanh log std) and on ``M_o o`` (``mean_m``, ``raw_m``), (B, A) each:
+    ``(mean + M_a mean_m) / 2`` and ``(raw + P_a raw_m) / 2`` (``P_a`` the action permutation
+    without signs: a standard deviation has no direction)."""
+    perm = module.mirror_action_perm
+    return 0.5 * (mean + mean_m[..., perm] * module.mirror_action_sign), 0.5 * (raw + raw_m[..., perm])
+
+
 class Actor(nn.Module):
     """Tanh-squashed diagonal Gaussian policy mapped onto the env's action box.
 
@@ -191,11 +207,9 @@ class Actor(nn.Module):
             ``mean(M_o o) = M_a mean(o)`` and ``log_std(M_o o) = log_std(o)[..., perm_a]``.
         """
         if self.equivariant:
-            pair = torch.stack((obs, obs[..., self.mirror_obs_perm] * self.mirror_obs_sign))  # (2, B, obs_dim)
-            h = self.trunk(pair)
-            means, raw = self.mean_head(h), self.log_std_head(h)  # (2, B, A) each
-            mean = 0.5 * (means[0] + means[1][..., self.mirror_action_perm] * self.mirror_action_sign)
-            raw = 0.5 * (raw[0] + raw[1][..., self.mirror_action_perm])
+            h = self.trunk(torch.stack((obs, mirror_observation(self, obs))))  # (2, B, hidden[-1])
+            means, raws = self.mean_head(h), self.log_std_head(h)  # (2, B, A) each
+            mean, raw = equivariant_average(self, means[0], raws[0], means[1], raws[1])
         else:
             h = self.trunk(obs)  # (B, hidden[-1])
             mean, raw = self.mean_head(h), self.log_std_head(h)
