@@ -41,6 +41,11 @@ one after the other in this process:
 
     python benchmarks/async_vs_sync.py --num-envs 1024 --iterations 300 --device cuda --num-collectors 1,2,4
 
+  With ``--shard-stepping threads,pipeline`` each count of shards above 1 runs once per way of
+  stepping them (``runtime.shard_stepping``; keys ``async_s2``, ``async_s2_pipe``...), e.g.
+
+    python benchmarks/async_vs_sync.py --preset '' --num-envs 1024 --iterations 300 --device cuda --collector-shards 2 --shard-stepping threads,pipeline
+
   With ``--policy-device cpu,learner`` each collector count runs once per place of the
   collector's policy (``runtime.policy_device``: its own CPU threads, or the learner's device with a
   host->device->host copy per env step; keys ``async_learner``, ``async_k2_learner``...), with the
@@ -103,6 +108,9 @@ def main() -> None:
     parser.add_argument("--collector-shards", default=None,
                         help="env shards per async collector (runtime.collector_shards, one thread each), a "
                              "comma-separated list runs each (e.g. 1,2)")
+    parser.add_argument("--shard-stepping", default=None,
+                        help="how a collector with several shards steps them (runtime.shard_stepping), a "
+                             "comma-separated list runs each (threads,pipeline)")
     parser.add_argument("--policy-device", default=None,
                         help="where async collectors act (runtime.policy_device), a comma-separated list runs each "
                              "(e.g. cpu,learner)")
@@ -123,7 +131,8 @@ def main() -> None:
 
     algo_reg, task_reg, backend_reg, cfg = prepare(
         "sac", "g1_walk_flat", "mujoco", [f"training.num_envs={args.num_envs}", *args.set], args.preset or None)
-    for key, default in (("num_collectors", 1), ("collector_shards", 1), ("policy_device", "cpu")):
+    for key, default in (("num_collectors", 1), ("collector_shards", 1), ("policy_device", "cpu"),
+                         ("shard_stepping", "threads")):
         if getattr(args, key) is None:  # the config's own value (owner YAML, preset, --set)
             setattr(args, key, str(_cfg_value(cfg, key, default)))
     collector_counts = [int(k) for k in str(args.num_collectors).split(",") if k.strip()]
@@ -139,6 +148,10 @@ def main() -> None:
     bad = [p for p in policy_devices if p not in ("cpu", "learner")]
     if not policy_devices or bad:
         parser.error(f"--policy-device: each must be cpu or learner, got {bad or args.policy_device!r}")
+    steppings = [p.strip() for p in str(args.shard_stepping).split(",") if p.strip()]
+    bad = [p for p in steppings if p not in ("threads", "pipeline")]
+    if not steppings or bad:
+        parser.error(f"--shard-stepping: each must be threads or pipeline, got {bad or args.shard_stepping!r}")
 
     import dataclasses
 
@@ -166,20 +179,22 @@ def main() -> None:
 
     default_threads = torch.get_num_threads()
     trained = None
-    runs = [(r, 1, 1, "cpu") for r in ("backend", "env_step", "inference", "sync") if r not in args.skip]
-    if "async" not in args.skip:
-        runs += [("async" + ("" if k == 1 else f"_k{k}") + ("" if s == 1 else f"_s{s}") + ("" if p == "cpu" else f"_{p}"),
-                  k, s, p) for k in collector_counts for s in shard_counts for p in policy_devices]
+    runs = [(r, 1, 1, "cpu", "threads") for r in ("backend", "env_step", "inference", "sync") if r not in args.skip]
+    if "async" not in args.skip:  # one shard has nothing to pipeline: its row runs once
+        runs += [("async" + ("" if k == 1 else f"_k{k}") + ("" if s == 1 else f"_s{s}")
+                  + ("" if st == "threads" else "_pipe") + ("" if p == "cpu" else f"_{p}"), k, s, p, st)
+                 for k in collector_counts for s in shard_counts for p in policy_devices
+                 for st in (steppings if s > 1 else steppings[:1])]
     if args.warmup and any(r[0] == "sync" or r[0].startswith("async") for r in runs):
         first = next(i for i, r in enumerate(runs) if r[0] == "sync" or r[0].startswith("async"))
-        runs.insert(first, ("warmup", 1, 1, "cpu"))
-    for key, num_collectors, shards, policy_device in runs:
+        runs.insert(first, ("warmup", 1, 1, "cpu", "threads"))
+    for key, num_collectors, shards, policy_device, stepping in runs:
         runtime = "async" if key.startswith("async") or key == "backend" else "sync" if key == "warmup" else key
         seed_everything(cfg.training.seed)
         algo_cfg, run_settings = algo_settings(algo_reg, cfg)
         run_settings = dataclasses.replace(run_settings, mode="async" if runtime == "async" else "sync",
                                            num_collectors=num_collectors, collector_shards=shards,
-                                           policy_device=policy_device)
+                                           policy_device=policy_device, shard_stepping=stepping)
         threads = thread_split(run_settings.mode, args.nthread, args.collector_threads, args.learner_threads, device,
                                num_collectors)
         if runtime == "async":
@@ -316,22 +331,25 @@ def _rates(results: dict) -> dict[str, float]:
 def report(results: dict, order: list[str], iterations: int) -> None:
     """Print the rows, the async rows' collector phase split and the ratios."""
     print()
-    print(f"{'':18s} {'env steps/s':>12s} {'steady':>10s} {'physics thr':>11s}  policy on")
+    print(f"{'':22s} {'env steps/s':>12s} {'steady':>10s} {'physics thr':>11s}  policy on")
     first = ("backend", "env_step", "policy_physics")
     for key in (*first, *(k for k in order if k not in first)):
         if key in results and key not in ("warmup", "inference"):
             r = results[key]
             steady = r.get("steady_env_steps_per_s")
-            print(f"{key:18s} {r['env_steps_per_s']:12.1f} {'' if steady is None else f'{steady:10.1f}':>10s} "
+            print(f"{key:22s} {r['env_steps_per_s']:12.1f} {'' if steady is None else f'{steady:10.1f}':>10s} "
                   f"{r['threads']['physics']:11d}  {r.get('policy_device', '')}")
             if key == "policy_physics":
-                print(f"{'env_step_training':18s} {r['env_step_env_steps_per_s']:12.1f}")
+                print(f"{'env_step_training':22s} {r['env_step_env_steps_per_s']:12.1f}")
     for key in (k for k in order if k.startswith("async") and k in results):
         phases = results[key].get("collector_phase_time_s") or {}
-        total = sum(phases.values())
+        # pipelined shards: the physics runs on the worker beside the thread's other phases
+        total = sum(v for p, v in phases.items() if not (p == "physics" and "_pipe" in key))
         if total > 0:
             print(f"{key} collector phases, ms per iteration (share): " + ", ".join(
-                f"{p} {1e3 * v / iterations:.2f} ({v / total:.0%})" for p, v in phases.items()))
+                f"{p} {1e3 * v / iterations:.2f} "
+                + ("(on the worker)" if p == "physics" and "_pipe" in key else f"({v / total:.0%})")
+                for p, v in phases.items()))
     rates = _rates(results)
     pairs = [("policy_physics", "backend"), ("env_step_training", "policy_physics"), ("env_step", "backend")]
     pairs += [(k, base) for base in ("policy_physics", "backend") for k in order

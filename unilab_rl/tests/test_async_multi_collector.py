@@ -30,12 +30,13 @@ def _fields(sac, steps: int, n: int) -> dict[str, torch.Tensor]:
     return {k: v[:rows].reshape(steps, n, *v.shape[1:]) for k, v in fields.items()}
 
 
-@pytest.mark.parametrize("collectors, shards", [(2, 1), (1, 2), (2, 2)])
-def test_shards_store_each_shard_like_a_single_shard_run(make_sac, collectors, shards) -> None:
+@pytest.mark.parametrize("collectors, shards, stepping", [(2, 1, "threads"), (1, 2, "threads"), (2, 2, "threads"),
+                                                         (1, 2, "pipeline"), (2, 2, "pipeline")])
+def test_shards_store_each_shard_like_a_single_shard_run(make_sac, collectors, shards, stepping) -> None:
     iterations, n_shards = 6, collectors * shards  # 6 steps with block_steps=4: the last block is partial
     shard = 8 // n_shards
     asyn = make_sac(make_point_env(), learning_starts=100, block_steps=4, num_blocks=2, num_collectors=collectors,
-                    collector_shards=shards)
+                    collector_shards=shards, shard_stepping=stepping)
     logged: list[dict[str, float]] = []
     runner = AsyncOffPolicyRunner(make_point_env, asyn, seed=7, env_seed=3, log_fn=lambda it, m: logged.append(m))
     summary = runner.learn(iterations)
@@ -61,20 +62,22 @@ def test_shards_store_each_shard_like_a_single_shard_run(make_sac, collectors, s
 
 
 def test_shards_in_threads_draw_the_policy_noise_of_shards_in_processes(make_sac) -> None:
-    """Two shards in one collector's threads store exactly what two collector processes store,
+    """Two shards in one collector's threads, or pipelined from one thread, store exactly what two
+    collector processes store,
     with the policy acting (and drawing noise) from the first step: each shard's noise stream
     depends on its seed, not on thread order. No weights are broadcast (sync_weights_every is
     out of reach), so the acting policy is the same initial one in both runs."""
     iterations = 6
     rows = {}
-    for collectors, shards in ((2, 1), (1, 2)):
+    for collectors, shards, stepping in ((2, 1, "threads"), (1, 2, "threads"), (1, 2, "pipeline")):
         sac = make_sac(make_point_env(), learning_starts=0, block_steps=3, num_blocks=2, sync_weights_every=10_000,
-                       num_collectors=collectors, collector_shards=shards)
+                       num_collectors=collectors, collector_shards=shards, shard_stepping=stepping)
         AsyncOffPolicyRunner(make_point_env, sac, seed=7, env_seed=3).learn(iterations)
-        rows[collectors, shards] = _fields(sac, iterations, 8)
-    assert rows[2, 1]["actions"].unique().numel() > 40  # sampled actions, not a constant
-    for key, value in rows[2, 1].items():
-        torch.testing.assert_close(rows[1, 2][key], value, rtol=0, atol=0, msg=key)
+        rows[collectors, shards, stepping] = _fields(sac, iterations, 8)
+    assert rows[2, 1, "threads"]["actions"].unique().numel() > 40  # sampled actions, not a constant
+    for key, value in rows[2, 1, "threads"].items():
+        torch.testing.assert_close(rows[1, 2, "threads"][key], value, rtol=0, atol=0, msg=key)
+        torch.testing.assert_close(rows[1, 2, "pipeline"][key], value, rtol=0, atol=0, msg=key)
 
 
 @pytest.mark.parametrize("collectors, shards", [(2, 1), (1, 2)])
@@ -115,8 +118,10 @@ class _FailingPointEnv(PointEnv):
 make_failing_env = functools.partial(_FailingPointEnv, num_envs=8, max_episode_length=5, seed=3)
 
 
-def test_an_error_in_one_shard_thread_fails_the_run_naming_it(make_sac) -> None:
-    sac = make_sac(make_point_env(), learning_starts=1, block_steps=1, num_blocks=2, collector_shards=2)
+@pytest.mark.parametrize("stepping", ["threads", "pipeline"])
+def test_an_error_in_one_shard_thread_fails_the_run_naming_it(make_sac, stepping) -> None:
+    sac = make_sac(make_point_env(), learning_starts=1, block_steps=1, num_blocks=2, collector_shards=2,
+                   shard_stepping=stepping)
     runner = AsyncOffPolicyRunner(make_failing_env, sac, env_seed=3)
     with pytest.raises(CollectorDied, match=r"collector process failed at iteration \d+: collector shard 1 failed: "
                                             r"RuntimeError: shard 1 broke at its third step"):

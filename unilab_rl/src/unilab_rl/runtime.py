@@ -17,6 +17,8 @@ CompileMode = Literal["auto", "default", "reduce-overhead", "max-autotune", "max
 COMPILE_MODES: tuple[str, ...] = ("auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 POLICY_DEVICES: tuple[str, ...] = ("cpu", "learner")
 """Values of :attr:`RuntimeConfig.policy_device`."""
+SHARD_STEPPINGS: tuple[str, ...] = ("threads", "pipeline")
+"""Values of :attr:`RuntimeConfig.shard_stepping`."""
 
 
 @dataclass
@@ -47,6 +49,15 @@ class RuntimeConfig:
     copy and seeded noise stream. MuJoCo releases the GIL while it steps, so one shard's env code
     and policy run while another's physics does. ``num_envs`` must be divisible by
     ``num_collectors * collector_shards``."""
+    shard_stepping: Literal["threads", "pipeline"] = "threads"
+    """Async, with ``collector_shards`` > 1: how a collector steps its shards. ``"threads"``: one
+    thread per shard, each running its policy, env code and physics in turn, so two shards' env
+    code (which holds the GIL between torch ops) and their physics (each on its full physics pool)
+    can overlap. ``"pipeline"``: one thread runs every shard's policy and env code, round robin,
+    while one worker thread runs the shards' physics one after another (``env.step_async`` /
+    ``env.step_wait``, :mod:`unilab_rl.vecenv`): while shard ``s`` is in physics, the thread
+    finishes shard ``s - 1``'s step and acts for it. Physics pools then never run at once and no
+    two threads contend for the GIL. The stored transitions are the same either way."""
     collector_threads: int = 1
     """Async: torch intra-op threads of each collector's policy inference on the CPU."""
     policy_device: Literal["cpu", "learner"] = "learner"
@@ -88,6 +99,8 @@ class RuntimeConfig:
             raise ValueError(f"runtime.learner_threads must be >= 0, got {self.learner_threads!r}")
         if self.mode not in ("sync", "async"):
             raise ValueError(f"runtime.mode must be 'sync' or 'async', got {self.mode!r}")
+        if self.shard_stepping not in SHARD_STEPPINGS:
+            raise ValueError(f"runtime.shard_stepping must be 'threads' or 'pipeline', got {self.shard_stepping!r}")
         if self.policy_device not in POLICY_DEVICES:
             raise ValueError(f"runtime.policy_device must be 'cpu' or 'learner', got {self.policy_device!r}")
         if self.compile_mode not in COMPILE_MODES:
@@ -110,4 +123,4 @@ class RuntimeConfig:
             )
 
 
-__all__ = ["COMPILE_MODES", "POLICY_DEVICES", "CompileMode", "RuntimeConfig"]
+__all__ = ["COMPILE_MODES", "POLICY_DEVICES", "SHARD_STEPPINGS", "CompileMode", "RuntimeConfig"]

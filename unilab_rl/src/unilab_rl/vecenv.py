@@ -14,6 +14,14 @@ bilateral robot reflected through its sagittal plane) may expose ``env.mirror``,
 :class:`Mirror`: per observation group and for the action vector an index permutation and a sign
 vector, ``mirrored = x[..., perm] * sign``. The learners' ``symmetry`` setting reads it through
 :func:`learner_mirror`; an env without the attribute does not support symmetry augmentation.
+
+Optional: split steps. An env may expose ``step_async(actions, physics)``, which checks and
+applies the actions and submits its simulation to ``physics`` (an object with
+``concurrent.futures.Executor.submit``), returning that ``Future``, and ``step_wait()``, which
+finishes the step once the simulation is done and returns what ``step`` returns. The async
+collector's ``runtime.shard_stepping="pipeline"`` runs several shards' simulations on one
+worker thread this way, while its own thread does their env code; an env without the pair has
+its whole ``step`` run on the worker instead.
 """
 
 from __future__ import annotations

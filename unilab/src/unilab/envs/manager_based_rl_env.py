@@ -156,6 +156,7 @@ class ManagerBasedRlEnv:
         self.max_episode_length = int(round(cfg.episode_length_s / self.step_dt))
         self.episode_length = torch.zeros(num_envs, dtype=torch.long, device=self.device)
         self.physics_time_s = 0.0
+        self._pending = None  # the step step_async started: its ctrl, or the physics' future
         # values several terms of one step read (e.g. the command speed), cleared whenever the
         # state or the commands change (after the step's command update and after resets)
         self.step_cache: dict = {}
@@ -189,15 +190,52 @@ class ManagerBasedRlEnv:
 
     def step(self, actions: torch.Tensor):
         """One env step; see :meth:`unilab_rl.VecEnv.step` for the returned tuple."""
+        self.step_async(actions)
+        return self.step_wait()
+
+    def step_async(self, actions: torch.Tensor, physics=None):
+        """The first half of :meth:`step` (:mod:`unilab_rl.vecenv`, "Split steps"): check and
+        apply ``actions``, then start the physics on ``physics`` (anything with
+        ``concurrent.futures.Executor.submit``; None: it runs in :meth:`step_wait`). Until
+        :meth:`step_wait` returns, nothing of the env may be read or called but that.
+
+        Returns:
+            The physics' ``concurrent.futures.Future`` (None when ``physics`` is None).
+
+        Raises:
+            ValueError: ``actions`` not (num_envs, num_actions); a step already started.
+        """
         if actions.shape != (self.num_envs, self.num_actions):
             raise ValueError(
                 f"actions must have shape (num_envs={self.num_envs}, num_actions="
                 f"{self.num_actions}), got {tuple(actions.shape)}"
             )
+        if self._pending is not None:
+            raise ValueError("step_async: the previous step has not been finished by step_wait")
         ctrl = self.action_manager.process(actions.to(self.device, torch.float32))
+        self._pending = ctrl if physics is None else physics.submit(self._physics, ctrl)
+        return None if physics is None else self._pending
+
+    def _physics(self, ctrl: torch.Tensor) -> None:
         t0 = time.perf_counter()
         self.backend.step(ctrl, self.cfg.decimation)
         self.physics_time_s += time.perf_counter() - t0
+
+    def step_wait(self):
+        """The second half of :meth:`step`: wait for the physics :meth:`step_async` started, then
+        terminations, rewards, commands, observations, events and resets; returns what
+        :meth:`step` returns.
+
+        Raises:
+            ValueError: no step started.
+        """
+        pending, self._pending = self._pending, None
+        if pending is None:
+            raise ValueError("step_wait: no step started (step_async first)")
+        if isinstance(pending, torch.Tensor):
+            self._physics(pending)
+        else:
+            pending.result()  # re-raises the physics' error
         self.robot.refresh()
         for sensor in self.contact_sensors.values():
             sensor.update(self.step_dt)

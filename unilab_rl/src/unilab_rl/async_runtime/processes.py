@@ -133,6 +133,7 @@ class CollectorPool:
                         env_kwargs=None if j_all == 1 else {"num_envs": shard_n,
                                                             "seed": self.env_seed + j * SHARD_SEED_STRIDE},
                         policy_device=self.policy_device,
+                        shard_stepping=rt.shard_stepping,
                     ))
                 proc = ctx.Process(
                     target=collector_main,
