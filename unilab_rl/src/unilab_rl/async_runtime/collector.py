@@ -221,9 +221,9 @@ def shard_loop(env: VecEnv, policy: nn.Module, blocks: SharedBlocks, weights: Sh
     columns, then report the block full. Returns when ``spec.total_steps`` are delivered or
     :func:`stopping` says so; raises on any error. ``noise``: the shard's own policy-noise stream
     when shards share the process (None: the process-wide generator)."""
+    policy.to(torch.device(spec.policy_device))  # parameters and buffers (normalizer, batch-norm statistics)
     # Nothing here is differentiated: inference mode drops autograd's per-op bookkeeping from the
     # env's many small tensor ops and the policy's (thread-local, so set in each shard thread).
-    policy.to(torch.device(spec.policy_device))  # parameters and buffers (normalizer, batch-norm statistics)
     with torch.inference_mode():
         shard = _Shard(env, policy, blocks, weights, free_q, full_q, spec, noise)
         while not shard.done:
