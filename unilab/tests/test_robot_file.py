@@ -378,6 +378,41 @@ def test_train_play_export_from_other_directories(meshed, tmp_path, actuators, k
         assert all(change[:60] in command.stderr for change in changes), command.stderr
 
 
+def test_a_moved_model_file_is_named_at_its_new_path(meshed, tmp_path):
+    """After training on a file that then moved, play, eval and export say what to do; eval and
+    export take robot.mjcf=FILE (and nothing else) and record the file they used."""
+    from unilab.deploy.export import read_metadata
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    shutil.copytree(meshed.parent, old)
+    result = cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, f"robot.mjcf={old / 'scene.xml'}",
+                 "training.no_play=true", "training.log_dir=logs", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (run_dir,) = (tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir()
+    old.rename(new)
+    for args in (["play", "--no-video", "--steps", "2"], ["eval", "--case", "stand"], ["export"]):
+        failed = cli(args[0], str(run_dir), *args[1:], cwd=tmp_path)
+        assert failed.returncode == 2, failed.stderr
+        lines = [ln for ln in failed.stderr.splitlines() if ln.strip()]
+        assert lines == [f"error: robot.mjcf: no such file '{old / 'scene.xml'}': the run {run_dir} was trained on "
+                         "that model file; put it back at that path, or name where it is now with robot.mjcf=FILE "
+                         "after the run (unilab play, eval and export take it)"], failed.stderr
+    refused = cli("export", str(run_dir), "env.push.enabled=false", cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.strip() == (
+        "error: unilab export takes robot.mjcf=FILE only (the run's model file at a new path), got "
+        "'env.push.enabled=false'; other settings are the run's (unilab play takes overrides)")
+
+    moved = {"name": "g1", "mjcf": str(new / "scene.xml"), "actuators": "project", "feet": "model"}
+    exported = cli("export", str(run_dir), "robot.mjcf=new/scene.xml", cwd=tmp_path)
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    assert read_metadata(run_dir / "policy.onnx")["robot"] == moved
+    record = tmp_path / "stand.json"
+    evaluated = cli("eval", str(run_dir), "--case", "stand", "--num-envs", "1", "--json", str(record),
+                    f"robot.mjcf={new / 'scene.xml'}", cwd=tmp_path)
+    assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
+    assert json.loads(record.read_text())["robot"] == moved
+
+
 # ---------------------------------------------------------------------------- robot.feet
 def _foot_geoms(model: mujoco.MjModel, body: str) -> list[int]:
     return [g for g in range(model.ngeom) if model.geom_bodyid[g] == model.body(body).id and model.geom_contype[g]]
