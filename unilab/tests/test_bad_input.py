@@ -112,6 +112,15 @@ def test_a_failed_start_keeps_a_log_folder_that_existed(tmp_path):
     assert logs.is_dir() and not list(logs.iterdir())
 
 
+def test_an_entropy_target_no_policy_in_the_action_box_can_reach_is_one_line(tmp_path):
+    line = one_error_line(run_cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, "algo.target_entropy_scale=-5",
+                                  f"training.log_dir={tmp_path / 'logs'}", cwd=tmp_path))
+    assert line.startswith("error: algo.target_entropy_scale=-5 sets a target entropy of 145 nats (-scale x 29 actions), "
+                           "above the entropy of the uniform distribution over the action box"), line
+    assert "expected a target <= " in line and "algo.target_entropy_scale >= -" in line
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("seed", ["-1", str(2**32)])
 def test_a_seed_numpy_cannot_take_is_one_line(tmp_path, seed):
     line = one_error_line(run_cli("train", "--algo", "sac", "--task", "g1_walk_flat", f"training.seed={seed}",

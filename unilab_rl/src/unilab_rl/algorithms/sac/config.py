@@ -85,7 +85,9 @@ class SACConfig:
     for the small initial sigma. Default 0.0, since the other defaults are FastSAC's. A negative
     scale sets a positive target: alpha then rises whenever the entropy falls below
     ``|scale| * |A|`` nats, which holds exploration up (the entropy of the uniform distribution
-    over the action box is the most a target can ask; above it alpha grows without bound)."""
+    over the action box is the most a target can ask; above it alpha would grow without bound,
+    so the agent refuses such a target with ``ValueError``:
+    :func:`unilab_rl.algorithms.sac.agent.checked_target_entropy`)."""
 
     # -- Observations -----------------------------------------------------------------------
     obs_normalization: bool = True
