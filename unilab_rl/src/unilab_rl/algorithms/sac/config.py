@@ -159,8 +159,8 @@ class SACConfig:
         if not 0.0 <= self.actor_ema <= 1.0:
             raise ValueError(f"SACConfig.actor_ema must be in [0, 1] (0: off), got {self.actor_ema!r}")
         if self.equivariant_actor and not self.symmetry:
-            raise ValueError("SACConfig.equivariant_actor=True needs SACConfig.symmetry=True (the env's mirror, "
-                             "and observation statistics that commute with it), got SACConfig.symmetry=False")
+            raise ValueError("SACConfig.equivariant_actor=true needs SACConfig.symmetry=true (the env's mirror, "
+                             "and observation statistics that commute with it), got SACConfig.symmetry=false")
         if self.critic_reduction not in ("min", "mean"):
             raise ValueError(f"SACConfig.critic_reduction must be 'min' or 'mean', got {self.critic_reduction!r}")
         if len(self.adam_betas) != 2 or not all(0.0 <= b < 1.0 for b in self.adam_betas):
