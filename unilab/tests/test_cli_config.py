@@ -71,3 +71,13 @@ def test_errors_show_booleans_as_yaml_spells_them():
         result = config(*args)
         assert result.returncode == 2 and result.stdout == "", result.stderr
         assert [ln for ln in result.stderr.splitlines() if ln.strip()] == [line], result.stderr
+
+
+def test_a_penalty_exempt_twice_is_one_error_line():
+    result = config("--algo", "sac", "--task", "g1_walk_flat", "env.penalty_curriculum.exempt=[ang_vel_xy,ang_vel_xy]")
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    assert [ln for ln in result.stderr.splitlines() if ln.strip()] == [
+        "error: invalid env: env.penalty_curriculum.exempt: 'ang_vel_xy' is listed 2 times in ['ang_vel_xy', "
+        "'ang_vel_xy']; expected each penalty once"], result.stderr
+    ok = config("--algo", "sac", "--task", "g1_walk_flat", "env.penalty_curriculum.exempt=[ang_vel_xy,foot_slip]")
+    assert ok.returncode == 0, ok.stderr
