@@ -557,6 +557,6 @@ def relative_to_run(path: Path, run_dir: Path) -> str:
 
 __all__ = [
     "LoadedRun", "MODEL_FILE_KEY", "PLAY_OVERRIDES", "Rollout", "is_final_checkpoint", "load_run", "make_env",
-    "make_policy", "model_file_overrides", "read_run_config", "record_result", "relative_to_run", "resolve_checkpoint", "rollout",
-    "run_config", "update_summary",
+    "make_policy", "model_file_overrides", "read_run_config", "record_result", "relative_to_run",
+    "resolve_checkpoint", "rollout", "run_config", "update_summary",
 ]
