@@ -425,6 +425,12 @@ def test_sphere_feet_keep_the_sole_and_its_contact_settings(meshed, source):
     scene = build_scene(G1, mjcf=mjcf, feet="spheres")
     model = scene.compile()
     assert any("robot.feet=spheres" in c for c in scene.report.changes)
+    if source == "built-in":  # no file to speak of
+        assert scene.report.title() == ("robot.actuators=project: robot 'g1' (built-in model): its drives equal "
+                                         "the project's (0 of 29 joints differ)")
+    else:
+        assert scene.report.title().startswith(f"robot.actuators=project: robot 'g1' from {meshed.parent / 'g1.xml'}: "
+                                               "the project's drives replace the file's")
     for body in G1.feet:
         before, after = _foot_geoms(plain, body), _foot_geoms(model, body)
         assert len(after) == 4 and len(before) >= 4

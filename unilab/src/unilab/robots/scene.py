@@ -237,12 +237,18 @@ class SceneReport:
         return out
 
     def title(self) -> str:
+        """One line: the choice, the robot and its model (a file, or the model built in code), what
+        happened to its drives and how many joints differ from the project's."""
         n, total = len(self.differences()), len(self.file_drives)
+        built_in = self.source == "built-in"
+        origin = "(built-in model)" if built_in else f"from {self.source}"
+        model = "its" if built_in else "the file's"
         if self.actuators == "project":
-            what = ("the project's drives replace the file's" if n else "the file's drives equal the project's")
+            what = (f"the project's drives replace {'its own' if built_in else model}" if n
+                    else f"{model} drives equal the project's")
         else:
-            what = f"the file's drives are kept; action scale = {self.action_scale_factor:g} * effort / kp from them"
-        return (f"robot.actuators={self.actuators}: robot {self.robot!r} from {self.source}: {what}"
+            what = f"{model} drives are kept; action scale = {self.action_scale_factor:g} * effort / kp from them"
+        return (f"robot.actuators={self.actuators}: robot {self.robot!r} {origin}: {what}"
                 f" ({n} of {total} joints differ)")
 
     def rows(self) -> list[list[str]]:
