@@ -82,6 +82,45 @@ def test_resuming_from_nan_weights_is_refused_before_anything_is_built(run_dir, 
     assert not list((tmp_path / "logs").glob("*/*/*"))  # no run directory
 
 
+@pytest.mark.parametrize("case", ["missing", "not-xml", "directory", "flashsac-symmetry"])
+def test_a_start_that_fails_while_building_writes_no_folder(tmp_path, case):
+    """Bad input found while the env or the agent is built (after the log folder was checked) is
+    one error: line, with training.device=auto's CPU warning held back, and leaves no folder: not
+    the log folder the command named, not logs/ in the working directory."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("not a model\n")
+    (work / "models").mkdir()
+    args = {"missing": ["--algo", "sac", "--task", "g1_walk_flat", f"robot.mjcf={tmp_path / 'none.xml'}"],
+            "not-xml": ["--algo", "sac", "--task", "g1_walk_flat", f"robot.mjcf={work / 'notes.txt'}"],
+            "directory": ["--algo", "sac", "--task", "g1_walk_flat", f"robot.mjcf={work / 'models'}"],
+            "flashsac-symmetry": ["--algo", "flashsac", "--task", "g1_motion_tracking", "algo.symmetry=true"]}[case]
+    before = sorted(work.iterdir())
+    for log_dir in (tmp_path / "runs" / "nested", None):  # a named folder; the default logs/ in the cwd
+        extra = [f"training.log_dir={log_dir}"] if log_dir else []
+        line = one_error_line(run_cli("train", *args, *TINY, "training.device=auto", *extra, cwd=work))
+        assert ("robot.mjcf" in line) if case != "flashsac-symmetry" else ("algo.symmetry=true" in line), line
+        assert sorted(work.iterdir()) == before
+        assert not (tmp_path / "runs").exists()
+
+
+def test_a_failed_start_keeps_a_log_folder_that_existed(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    one_error_line(run_cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, f"robot.mjcf={tmp_path / 'none.xml'}",
+                           f"training.log_dir={logs}", cwd=tmp_path))
+    assert logs.is_dir() and not list(logs.iterdir())
+
+
+def test_an_entropy_target_no_policy_in_the_action_box_can_reach_is_one_line(tmp_path):
+    line = one_error_line(run_cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, "algo.target_entropy_scale=-5",
+                                  f"training.log_dir={tmp_path / 'logs'}", cwd=tmp_path))
+    assert line.startswith("error: algo.target_entropy_scale=-5 sets a target entropy of 145 nats (-scale x 29 actions), "
+                           "above the entropy of the uniform distribution over the action box"), line
+    assert "expected a target <= " in line and "algo.target_entropy_scale >= -" in line
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("seed", ["-1", str(2**32)])
 def test_a_seed_numpy_cannot_take_is_one_line(tmp_path, seed):
     line = one_error_line(run_cli("train", "--algo", "sac", "--task", "g1_walk_flat", f"training.seed={seed}",

@@ -57,5 +57,27 @@ def test_a_boolean_for_a_float_setting_is_one_error_line():
     result = config("--algo", "sac", "--task", "g1_walk_flat", "env.rewards.alive=true")
     lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert result.returncode == 2 and result.stdout == "" and lines == [
-        "error: invalid value for env.rewards.alive: True (expected a float, not true/false)"
+        "error: invalid value for env.rewards.alive: true (expected a float, not true/false)"
     ], result.stderr
+
+
+def test_errors_show_booleans_as_yaml_spells_them():
+    for args, line in (
+        (["--algo", "flashsac", "--task", "g1_walk_flat", "algo.equivariant_actor=true", "algo.symmetry=false"],
+         "error: algo.equivariant_actor=true needs algo.symmetry=true (the env's mirror), got algo.symmetry=false"),
+        (["--algo", "sac", "--task", "g1_walk_flat", "robot.feet=true"],
+         "error: invalid value for robot.feet: true (input should be 'model' or 'spheres')"),
+    ):
+        result = config(*args)
+        assert result.returncode == 2 and result.stdout == "", result.stderr
+        assert [ln for ln in result.stderr.splitlines() if ln.strip()] == [line], result.stderr
+
+
+def test_a_penalty_exempt_twice_is_one_error_line():
+    result = config("--algo", "sac", "--task", "g1_walk_flat", "env.penalty_curriculum.exempt=[ang_vel_xy,ang_vel_xy]")
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    assert [ln for ln in result.stderr.splitlines() if ln.strip()] == [
+        "error: invalid env: env.penalty_curriculum.exempt: 'ang_vel_xy' is listed 2 times in ['ang_vel_xy', "
+        "'ang_vel_xy']; expected each penalty once"], result.stderr
+    ok = config("--algo", "sac", "--task", "g1_walk_flat", "env.penalty_curriculum.exempt=[ang_vel_xy,foot_slip]")
+    assert ok.returncode == 0, ok.stderr

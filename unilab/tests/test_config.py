@@ -152,23 +152,35 @@ def test_file_paths_are_stored_absolute(model, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("override, expected", [
-    ("env.rewards.alive=true", "invalid value for env.rewards.alive: True (expected a float, not true/false)"),
-    ("algo.gamma=false", "invalid value for algo.gamma: False (expected a float, not true/false)"),
-    ("training.num_envs=true", "invalid value for training.num_envs: True (expected an integer, not true/false)"),
+    ("env.rewards.alive=true", "invalid value for env.rewards.alive: true (expected a float, not true/false)"),
+    ("algo.gamma=false", "invalid value for algo.gamma: false (expected a float, not true/false)"),
+    ("training.num_envs=true", "invalid value for training.num_envs: true (expected an integer, not true/false)"),
     ("env.commands.lin_vel_x=[true,1]",
-     "invalid value for env.commands.lin_vel_x: [True, 1] (expected a list of floats, not true/false)"),
-    ("algo.hidden=[64,false]", "invalid value for algo.hidden: [64, False] (expected a list of integers, not true/false)"),
+     "invalid value for env.commands.lin_vel_x: [true, 1] (expected a list of floats, not true/false)"),
+    ("algo.hidden=[64,false]", "invalid value for algo.hidden: [64, false] (expected a list of integers, not true/false)"),
 ])
 def test_a_boolean_for_a_number_is_refused_not_read_as_one_or_zero(model, override, expected):
+    """The value is shown as the user typed it in YAML (true/false), not as Python's True/False."""
     with pytest.raises(ConfigError) as err:
         resolve_config(model, [], [override])
     assert str(err.value) == expected
     assert err.value.key == override.split("=")[0]
 
 
+@pytest.mark.parametrize("override, expected", [
+    ("robot.feet=true", "invalid value for robot.feet: true (input should be 'model' or 'spheres')"),
+    ("robot.actuators=false", "invalid value for robot.actuators: false (input should be 'project' or 'file')"),
+    ("robot.name=null", "invalid value for robot.name: null (input should be a valid string)"),
+])
+def test_a_boolean_or_null_for_a_name_reads_as_typed(model, override, expected):
+    with pytest.raises(ConfigError) as err:
+        resolve_config(model, [], [override])
+    assert str(err.value) == expected
+
+
 def test_a_boolean_for_a_number_in_a_yaml_file_is_refused_and_ints_for_floats_stay_accepted(tmp_path, model):
     (tmp_path / "sac_mujoco.yaml").write_text("env:\n  rewards:\n    alive: yes\n")
-    with pytest.raises(ConfigError, match=r"^invalid value for env.rewards.alive: True \(expected a float"):
+    with pytest.raises(ConfigError, match=r"^invalid value for env.rewards.alive: true \(expected a float"):
         resolve_config(model, owner_config_files(tmp_path, "sac", "mujoco", None), [])
     cfg = resolve_config(model, [], ["env.rewards.alive=2", "algo.gamma=1", "training.no_play=true"])
     assert (cfg.env.rewards.alive, cfg.algo.gamma, cfg.training.no_play) == (2.0, 1.0, True)

@@ -100,6 +100,16 @@ def test_play_reports_each_reward_term_and_termination_of_the_deterministic_poli
     assert s["reward_terms"]["alive"]["weight"] == 1.0 and s["terminations"] == result.terminations
 
 
+def test_the_reward_legend_names_the_penalties_the_curriculum_leaves_alone(run_dir):
+    def legend(overrides):
+        result = play(str(run_dir), num_envs=1, steps=2, record_video=False, overrides=overrides)
+        return next(ln for ln in result.lines() if ln.startswith("reward terms, mean per env step"))
+
+    assert legend([]).endswith("penalties also x the penalty curriculum's scale):")
+    assert legend(["env.penalty_curriculum.exempt=[ang_vel_xy,foot_slip]"]).endswith(
+        "penalties also x the penalty curriculum's scale, except the exempt ang_vel_xy, foot_slip):")
+
+
 def test_fps_must_divide_the_control_rate(run_dir):
     with pytest.raises(UserError, match="--fps 30 is not the control rate"):
         play(str(run_dir), num_envs=1, steps=4, fps=30)

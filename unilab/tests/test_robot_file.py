@@ -171,6 +171,33 @@ def test_file_drives_are_kept_and_scale_the_actions(meshed):
     assert "→" not in text
 
 
+def test_file_action_scales_far_from_the_projects_are_a_warning_in_the_report(meshed):
+    """kp 500 on every joint gives 0.029-0.2 x the project's rad per action unit: the action box
+    reaches ±646 units (±21.7 with the project's scale) and action_rate_l2 weighs the same joint
+    motion up to 1231 x as much; the report says so, and play, export and eval print it too."""
+    report = build_scene(G1, mjcf=meshed, actuators="file").report
+    (line,) = [c for c in report.changes if c.startswith("warning: action scale:")]
+    assert "0.0285-0.198 x the project's rad per action unit on 29 of 29 joints (outside 0.5-2 x" in line
+    assert "the action box reaches ±646 action units (±21.7 with the project's scale)" in line
+    assert "action_rate_l2" in line and "up to 1231 x as much" in line and "robot.actuators=project" in line
+    assert not any("action scale" in c for c in build_scene(G1, mjcf=meshed, actuators="project").report.changes)
+
+
+def test_the_action_scale_warning_needs_a_joint_outside_the_documented_range():
+    from unilab.robots.scene import ACTION_SCALE_RATIO_RANGE, action_scale_warning
+
+    assert ACTION_SCALE_RATIO_RANGE == (0.5, 2.0)
+    model = G1.model().compile()
+    project = G1.action_scale()
+    inside = {j: s * (0.5 if i % 2 else 2.0) for i, (j, s) in enumerate(project.items())}
+    assert action_scale_warning(model, G1, inside, project) is None
+    one_off = dict(project, left_knee_joint=project["left_knee_joint"] * 0.4)
+    line = action_scale_warning(model, G1, one_off, project)
+    assert line.startswith("warning: action scale: the file's drives give 0.4-0.4 x the project's rad per action "
+                           "unit on 1 of 29 joints (outside 0.5-2 x; 'left_knee_joint'")
+    assert "up to 6.25 x as much" in line
+
+
 def _edited(meshed: Path, tmp_path: Path, old: str, new: str, count: int = 1) -> Path:
     """A copy of the meshed G1 whose g1.xml has ``old`` replaced by ``new`` (``count`` times, -1: all)."""
     folder = tmp_path / "edited"
@@ -351,6 +378,41 @@ def test_train_play_export_from_other_directories(meshed, tmp_path, actuators, k
         assert all(change[:60] in command.stderr for change in changes), command.stderr
 
 
+def test_a_moved_model_file_is_named_at_its_new_path(meshed, tmp_path):
+    """After training on a file that then moved, play, eval and export say what to do; eval and
+    export take robot.mjcf=FILE (and nothing else) and record the file they used."""
+    from unilab.deploy.export import read_metadata
+
+    old, new = tmp_path / "old", tmp_path / "new"
+    shutil.copytree(meshed.parent, old)
+    result = cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, f"robot.mjcf={old / 'scene.xml'}",
+                 "training.no_play=true", "training.log_dir=logs", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (run_dir,) = (tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir()
+    old.rename(new)
+    for args in (["play", "--no-video", "--steps", "2"], ["eval", "--case", "stand"], ["export"]):
+        failed = cli(args[0], str(run_dir), *args[1:], cwd=tmp_path)
+        assert failed.returncode == 2, failed.stderr
+        lines = [ln for ln in failed.stderr.splitlines() if ln.strip()]
+        assert lines == [f"error: robot.mjcf: no such file '{old / 'scene.xml'}': the run {run_dir} was trained on "
+                         "that model file; put it back at that path, or name where it is now with robot.mjcf=FILE "
+                         "after the run (unilab play, eval and export take it)"], failed.stderr
+    refused = cli("export", str(run_dir), "env.push.enabled=false", cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.strip() == (
+        "error: unilab export takes robot.mjcf=FILE only (the run's model file at a new path), got "
+        "'env.push.enabled=false'; other settings are the run's (unilab play takes overrides)")
+
+    moved = {"name": "g1", "mjcf": str(new / "scene.xml"), "actuators": "project", "feet": "model"}
+    exported = cli("export", str(run_dir), "robot.mjcf=new/scene.xml", cwd=tmp_path)
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    assert read_metadata(run_dir / "policy.onnx")["robot"] == moved
+    record = tmp_path / "stand.json"
+    evaluated = cli("eval", str(run_dir), "--case", "stand", "--num-envs", "1", "--json", str(record),
+                    f"robot.mjcf={new / 'scene.xml'}", cwd=tmp_path)
+    assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
+    assert json.loads(record.read_text())["robot"] == moved
+
+
 # ---------------------------------------------------------------------------- robot.feet
 def _foot_geoms(model: mujoco.MjModel, body: str) -> list[int]:
     return [g for g in range(model.ngeom) if model.geom_bodyid[g] == model.body(body).id and model.geom_contype[g]]
@@ -363,6 +425,12 @@ def test_sphere_feet_keep_the_sole_and_its_contact_settings(meshed, source):
     scene = build_scene(G1, mjcf=mjcf, feet="spheres")
     model = scene.compile()
     assert any("robot.feet=spheres" in c for c in scene.report.changes)
+    if source == "built-in":  # no file to speak of
+        assert scene.report.title() == ("robot.actuators=project: robot 'g1' (built-in model): its drives equal "
+                                         "the project's (0 of 29 joints differ)")
+    else:
+        assert scene.report.title().startswith(f"robot.actuators=project: robot 'g1' from {meshed.parent / 'g1.xml'}: "
+                                               "the project's drives replace the file's")
     for body in G1.feet:
         before, after = _foot_geoms(plain, body), _foot_geoms(model, body)
         assert len(after) == 4 and len(before) >= 4

@@ -113,6 +113,20 @@ def test_target_entropy_scale(make_env, make_sac) -> None:
     assert make_sac(env, target_entropy_scale=-0.5).target_entropy == 0.5 * env.num_actions  # a positive target
 
 
+def test_a_target_entropy_above_the_uniform_box_is_refused(make_env, make_sac) -> None:
+    """The test env's box is [-1, 2], one action: the uniform distribution has log 3 = 1.099 nats,
+    the most any policy in the box can have; a target above it would raise alpha without bound."""
+    env = make_env()
+    assert make_sac(env, target_entropy_scale=-1.0).target_entropy == 1.0
+    with pytest.raises(ValueError) as err:
+        make_sac(env, target_entropy_scale=-1.2)
+    assert str(err.value) == (
+        "algo.target_entropy_scale=-1.2 sets a target entropy of 1.2 nats (-scale x 1 actions), above the entropy "
+        "of the uniform distribution over the action box (the most a policy in it can have), so the temperature "
+        "would grow without bound; expected a target <= 1.099 nats: algo.target_entropy_scale >= -1.099"
+    )
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [("gamma", 1.5), ("tau", 0.0), ("batch_size", 0), ("critic_reduction", "max"), ("init_temperature", 0.0),

@@ -139,13 +139,31 @@ def check_schedule(algo_cfg: Any, max_iterations: int) -> None:
 
 
 def check_log_dir(log_dir: str) -> None:
-    """Make sure run directories can be created under ``log_dir`` before anything is built."""
+    """Make sure run directories can be created under ``log_dir`` before anything is built,
+    leaving nothing behind: the folders this check creates are removed again, so that a start
+    that fails later (a bad model file, an agent that cannot be built) writes nothing. The run
+    directory and its parents are created once the env and the learner are built
+    (:func:`unilab.runs.create_run_dir`).
+
+    Raises:
+        UserError: ``log_dir`` cannot be created or is not writable.
+    """
+    path = Path(log_dir)
+    created = [folder for folder in (path, *path.parents)  # deepest first
+               if folder.name not in ("", ".", "..") and not folder.exists()]
     try:
-        Path(log_dir).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"training.log_dir={log_dir!r} cannot be created: {exc.strerror}") from None
-    if not os.access(log_dir, os.W_OK):
-        raise UserError(f"training.log_dir={log_dir!r} is not writable")
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"training.log_dir={log_dir!r} cannot be created: {exc.strerror}") from None
+        if not os.access(log_dir, os.W_OK):
+            raise UserError(f"training.log_dir={log_dir!r} is not writable")
+    finally:
+        for folder in created:
+            try:
+                folder.rmdir()  # only empty folders: one another process filled in the meantime stays
+            except OSError:
+                pass
 
 
 def seed_everything(seed: int) -> None:
@@ -206,7 +224,8 @@ class RunPlan:
     resume_path: Path | None = None
     resume_payload: dict[str, Any] | None = None
     cpu_fallback: bool = False
-    """``training.device=auto`` found no accelerator: :func:`build_env` warns once the env is built."""
+    """``training.device=auto`` found no accelerator: :func:`build_learner` warns once the env and
+    the learner are built."""
 
 
 def plan(algo: str, task: str, sim: str, algo_reg, task_reg, backend_reg, cfg: BaseModel,
@@ -237,8 +256,8 @@ def plan(algo: str, task: str, sim: str, algo_reg, task_reg, backend_reg, cfg: B
     seed = dctx.seed(cfg.training.seed)
     seed_everything(seed)
     try:
-        # the CPU warning of training.device=auto waits until the env is built (build_env), so
-        # that bad input stays one error: line
+        # the CPU warning of training.device=auto waits until the env and the learner are built
+        # (build_learner), so that bad input stays one error: line
         device = dctx.device if dctx.device is not None else resolve_device(cfg.training.device, warn=False)
     except ValueError as exc:
         raise UserError(f"training.device: {exc}") from None
@@ -290,8 +309,7 @@ def _threads(runtime: RuntimeConfig, nthread: int, device: torch.device) -> dict
 
 def build_env(p: RunPlan):
     """The learner process's env (the sync runtime steps it; async reads its spaces), after the
-    memory check (:mod:`unilab.memory`) on a one-world probe unless ``training.allow_large``;
-    then the warning that ``training.device=auto`` found no accelerator, if it did not.
+    memory check (:mod:`unilab.memory`) on a one-world probe unless ``training.allow_large``.
 
     Raises:
         UserError: the run needs more memory than there is, the task cannot be built as
@@ -304,10 +322,7 @@ def build_env(p: RunPlan):
             memory.check(p.algo, p.algo_cfg, p.runtime, p.cfg.training.num_envs, probe, p.device, local_ranks)
         finally:
             probe.close()
-    env = _env(p)
-    if p.cpu_fallback:
-        warn_cpu_learner()
-    return env
+    return _env(p)
 
 
 def _env(p: RunPlan, **kwargs):
@@ -323,7 +338,8 @@ def _env(p: RunPlan, **kwargs):
 
 def build_learner(p: RunPlan, env) -> tuple[Learner, dict[str, Any] | None]:
     """The learner for ``env``, restored from the resume checkpoint when there is one, and joined
-    to the other ranks when there are several.
+    to the other ranks when there are several; then the warning that ``training.device=auto``
+    found no accelerator, if it did not.
 
     Returns:
         (learner, ``{"path", "iteration"}`` of the resumed checkpoint or None).
@@ -357,6 +373,8 @@ def build_learner(p: RunPlan, env) -> tuple[Learner, dict[str, Any] | None]:
         except TypeError:
             raise UserError(f"training.devices: --algo {p.algo} cannot train on several ranks yet (sac can)") from None
         distributed.broadcast_state(learner)  # every rank starts from rank 0's learner
+    if p.cpu_fallback:  # only now: bad input found while building stays the one error: line
+        warn_cpu_learner()
     return learner, resume
 
 

@@ -158,6 +158,7 @@ def _echo_play_and_export(run_dir) -> None:
 
 
 _RUN_HELP = "run directory, or 'latest' (the newest run under --log-dir)"
+_MODEL_FILE_HELP = "robot.mjcf=FILE: the model file the run trained on, at its new path (the only setting taken)"
 
 
 @app.command(cls=HelpCommand, context_settings={"allow_extra_args": False})
@@ -214,20 +215,22 @@ def export(
     output: Optional[str] = typer.Option(None, "--output", "-o", help="ONNX file (default: <run>/policy.onnx)"),
     atol: float = typer.Option(DEFAULT_ATOL, "--atol", help="largest |onnx - torch| accepted, in action units"),
     log_dir: str = typer.Option("logs", "--log-dir", help="where 'latest' looks"),
+    overrides: Optional[List[str]] = typer.Argument(None, help=_MODEL_FILE_HELP),
 ) -> None:
     """Write policy.onnx and check it against the torch policy.
 
     The normalizer is in the graph; the observation layout, joint names, action scale and offsets,
     default pose and control rate are metadata. Checked with onnx.checker, then compared with torch
-    in onnxruntime on random and recorded observations. Exit 2 on bad input, 1 when the export
-    fails or the difference exceeds --atol.
+    in onnxruntime on random and recorded observations. robot.mjcf=FILE names the run's model file
+    at a new path. Exit 2 on bad input, 1 when the export fails or the difference exceeds --atol.
     """
     from unilab.deploy.export import ExportError
     from unilab.deploy.export import export as run_export
     from unilab.train import UserError
 
     try:
-        result = run_export(run, checkpoint=checkpoint, output=output, atol=atol, log_dir=log_dir)
+        result = run_export(run, checkpoint=checkpoint, output=output, atol=atol, log_dir=log_dir,
+                            overrides=overrides or [])
     except UserError as exc:
         _fail(str(exc))
     except ExportError as exc:
@@ -258,12 +261,14 @@ def eval_command(
     ),
     seed: int = typer.Option(0, "--seed", help="seed of the env's draws"),
     log_dir: str = typer.Option("logs", "--log-dir", help="where 'latest' looks"),
+    overrides: Optional[List[str]] = typer.Argument(None, help=_MODEL_FILE_HELP),
 ) -> None:
     """Evaluate the deterministic policy with the task's suite: a table, a JSON record and an
     'eval' entry in run_summary.json (docs/eval.md).
 
-    Works from a checkpoint or from policy.onnx alone. Exit 0 whether or not the suite passes
-    (the verdict is in the output), 2 on bad input.
+    Works from a checkpoint or from policy.onnx alone. robot.mjcf=FILE names the run's model file
+    at a new path. Exit 0 whether or not the suite passes (the verdict is in the output), 2 on bad
+    input.
     """
     from unilab.eval.runner import evaluate
     from unilab.train import UserError
@@ -271,7 +276,7 @@ def eval_command(
     cases = [c.strip() for item in case or [] for c in item.split(",") if c.strip()] or None
     try:
         evaluate(run, checkpoint=checkpoint, suite=suite, cases=cases, num_envs=num_envs, json_path=json_out,
-                 log_dir=log_dir, seed=seed)
+                 log_dir=log_dir, seed=seed, overrides=overrides or [])
     except UserError as exc:
         _fail(str(exc))
 

@@ -448,7 +448,19 @@ def _refuse_bool_for_number(model: type[BaseModel], tree: dict, prefix: str = ""
             what = "a float" if float in wanted else "an integer"
         else:
             what = "a list of " + ("floats" if float in wanted else "integers")
-        raise ConfigError(f"invalid value for {key}: {value!r} (expected {what}, not true/false)", key)
+        raise ConfigError(f"invalid value for {key}: {as_typed(value)} (expected {what}, not true/false)", key)
+
+
+def as_typed(value: Any) -> str:
+    """``value`` as an error message shows it: ``repr``, except booleans and None, which read as
+    YAML spells them (``true``, ``false``, ``null``: what the user typed), also inside lists."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return "[" + ", ".join(as_typed(v) for v in value) + "]"
+    return repr(value)
 
 
 def _leaf_types(ann: Any) -> tuple[set, set]:
@@ -483,7 +495,7 @@ def _config_error(model: type[BaseModel], tree: dict, errors: list[dict]) -> Con
         # field, not pydantic's branch tags, and say what each branch expected
         key = ".".join(str(p) for p in loc[:-1])
         expected = ", or ".join(e["msg"].lower() for e in branches)
-        return ConfigError(f"invalid value for {key}: {err.get('input')!r} ({expected})", key)
+        return ConfigError(f"invalid value for {key}: {as_typed(err.get('input'))} ({expected})", key)
     if err["type"] == "value_error" and isinstance(err.get("input"), dict):
         # a section's own check across its keys: its message names them; the section's
         # whole input would only bury it
@@ -498,8 +510,8 @@ def _config_error(model: type[BaseModel], tree: dict, errors: list[dict]) -> Con
         length, names = shape
         what = f"a list of {length} numbers" + (f" {names}" if names else "")
         example = f"{key}=[{_example(length)}]"
-        return ConfigError(f"invalid value for {key}: {given!r} (expected {what}, e.g. {example})", key)
-    return ConfigError(f"invalid value for {key}: {err.get('input')!r} ({err['msg'].lower()})", key)
+        return ConfigError(f"invalid value for {key}: {as_typed(given)} (expected {what}, e.g. {example})", key)
+    return ConfigError(f"invalid value for {key}: {as_typed(err.get('input'))} ({err['msg'].lower()})", key)
 
 
 def _annotation_at(model: type[BaseModel], loc: tuple) -> Any:

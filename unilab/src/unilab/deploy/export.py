@@ -56,6 +56,7 @@ from unilab.deploy.loading import (
     load_run,
     make_env,
     make_policy,
+    model_file_overrides,
     record_result,
     relative_to_run,
     rollout,
@@ -386,6 +387,7 @@ def export(
     num_random: int = 1024,
     atol: float = DEFAULT_ATOL,
     seed: int = 0,
+    overrides: list[str] | tuple[str, ...] = (),
 ) -> ExportResult:
     """Export a checkpoint's policy to ONNX, check it, and record the check in ``run_summary.json``.
 
@@ -400,6 +402,9 @@ def export(
         num_random: random observations to check on, N(0, 3^2) per column.
         atol: tolerance of the check.
         seed: seed of the random observations.
+        overrides: ``robot.mjcf=FILE`` alone, the run's model file at a new path
+            (:func:`unilab.deploy.loading.model_file_overrides`); the metadata's ``robot`` block
+            names the file used.
 
     Returns:
         The :class:`ExportResult` (``verified`` False when the difference exceeds ``atol``; the
@@ -408,12 +413,14 @@ def export(
         ``onnx_checkpoints[<iteration>]`` for any other.
 
     Raises:
-        UserError: no such run or checkpoint, ``atol`` not a number >= 0.
+        UserError: no such run or checkpoint, ``atol`` not a number >= 0, an override other
+            than ``robot.mjcf``, a model file that is not there.
         ExportError: the export or the checker failed, or onnx/onnxruntime are missing.
     """
     if not atol >= 0:  # also NaN
         raise UserError(f"--atol must be a number >= 0, got {atol}")
-    loaded = load_run(run, checkpoint, log_dir=log_dir)
+    overrides = model_file_overrides(overrides, "export")
+    loaded = load_run(run, checkpoint, log_dir=log_dir, overrides=overrides)
     env = make_env(loaded, num_envs)
     try:
         policy, group = make_policy(loaded, env)

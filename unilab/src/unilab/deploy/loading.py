@@ -64,6 +64,34 @@ change over time); the user's overrides are checked strictly."""
 
 _CHECKPOINT = re.compile(r"model_(\d+)\.pt")
 
+MODEL_FILE_KEY = "robot.mjcf"
+"""The one override ``unilab eval`` and ``unilab export`` take: where the run's model file is now
+(:func:`model_file_overrides`)."""
+
+
+def model_file_overrides(overrides: list[str] | tuple[str, ...], command: str) -> list[str]:
+    """The overrides of ``unilab eval`` and ``unilab export``: ``robot.mjcf=FILE`` alone, the model
+    file the run trained on found at a new path. Any other setting would change what is evaluated
+    or exported (play takes them: :func:`load_run`).
+
+    Args:
+        overrides: ``key=value`` items from the command line.
+        command: ``"eval"`` or ``"export"``, for the message.
+
+    Returns:
+        ``overrides`` as a list.
+
+    Raises:
+        UserError: an item that is not ``robot.mjcf=...`` (one line naming it).
+    """
+    for item in overrides:
+        if item.split("=", 1)[0].strip() != MODEL_FILE_KEY or "=" not in item:
+            raise UserError(
+                f"unilab {command} takes {MODEL_FILE_KEY}=FILE only (the run's model file at a new path), "
+                f"got {item!r}; other settings are the run's (unilab play takes overrides)"
+            )
+    return list(overrides)
+
 
 @dataclass
 class LoadedRun:
@@ -277,11 +305,13 @@ def make_env(loaded: LoadedRun, num_envs: int):
     (:func:`unilab.robots.scene.brief_reports`).
 
     Raises:
-        UserError: the task cannot be built (e.g. a ``robot.mjcf`` that no longer exists).
+        UserError: the task cannot be built, or the run's ``robot.mjcf`` no longer exists (the
+            message says to put it back or name its new path with ``robot.mjcf=FILE``).
     """
     if num_envs < 1:
         raise UserError(f"--num-envs must be >= 1, got {num_envs}")
     cfg = loaded.cfg
+    _check_model_file(loaded)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     nthread = min(cfg.sim.nthread or cores, num_envs)
     try:
@@ -297,6 +327,26 @@ def make_env(loaded: LoadedRun, num_envs: int):
             )
     except (ValueError, FileNotFoundError) as exc:
         raise UserError(f"could not build task {loaded.task!r}: {exc}") from None
+
+
+def _check_model_file(loaded: LoadedRun) -> None:
+    """A ``robot.mjcf`` the run recorded that is no longer there (moved, or another machine): one
+    line saying what to do. A path given as an override is left to the scene builder's message.
+
+    Raises:
+        UserError: the run's model file does not exist.
+    """
+    mjcf = getattr(getattr(loaded.cfg, "robot", None), "mjcf", None)
+    given = any(o.split("=", 1)[0].strip() == MODEL_FILE_KEY for o in loaded.overrides)
+    if not mjcf or given:
+        return
+    path = os.path.abspath(os.path.expanduser(os.fspath(mjcf)))
+    if not os.path.exists(path):
+        raise UserError(
+            f"{MODEL_FILE_KEY}: no such file {path!r}: the run {loaded.run_dir} was trained on that model "
+            f"file; put it back at that path, or name where it is now with {MODEL_FILE_KEY}=FILE after "
+            f"the run (unilab play, eval and export take it)"
+        )
 
 
 def cpu_learner(loaded: LoadedRun, env):
@@ -506,7 +556,7 @@ def relative_to_run(path: Path, run_dir: Path) -> str:
 
 
 __all__ = [
-    "LoadedRun", "PLAY_OVERRIDES", "Rollout", "is_final_checkpoint", "load_run", "make_env",
-    "make_policy", "read_run_config", "record_result", "relative_to_run", "resolve_checkpoint", "rollout",
-    "run_config", "update_summary",
+    "LoadedRun", "MODEL_FILE_KEY", "PLAY_OVERRIDES", "Rollout", "is_final_checkpoint", "load_run", "make_env",
+    "make_policy", "model_file_overrides", "read_run_config", "record_result", "relative_to_run",
+    "resolve_checkpoint", "rollout", "run_config", "update_summary",
 ]

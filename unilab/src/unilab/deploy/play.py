@@ -46,6 +46,8 @@ class PlayResult:
             (:attr:`unilab.deploy.loading.Rollout.reward_terms`): what the deterministic policy
             earns, unlike the training log's ``Episode_Reward/*`` (the exploring policy).
         terminations: term -> times it fired during the rollout.
+        penalty_exempt: the penalties the env's penalty curriculum leaves at full weight
+            (``env.penalty_curriculum.exempt``); empty without a curriculum.
     """
 
     run_dir: Path
@@ -64,6 +66,7 @@ class PlayResult:
     final: bool = True
     reward_terms: dict[str, dict[str, float | None]] = field(default_factory=dict)
     terminations: dict[str, int] = field(default_factory=dict)
+    penalty_exempt: tuple[str, ...] = ()
 
     def summary(self) -> dict[str, Any]:
         """The JSON-able ``play`` entry of ``run_summary.json`` (docs/play_export.md)."""
@@ -104,8 +107,9 @@ class PlayResult:
         if self.overrides:  # the play settings, then the user's: what the policy was asked to do
             out.append(f"settings: {' '.join(self.overrides)}")
         if self.reward_terms:
+            exempt = f", except the exempt {', '.join(self.penalty_exempt)}" if self.penalty_exempt else ""
             out.append("reward terms, mean per env step (value of the term; reward = weight x value x step_dt, "
-                       "penalties also x the penalty curriculum's scale):")
+                       f"penalties also x the penalty curriculum's scale{exempt}):")
             width = max(len(name) for name in self.reward_terms)
             for name, term in self.reward_terms.items():
                 value = "-" if term["value"] is None else f"{term['value']:.3f}"
@@ -197,6 +201,7 @@ def play(
         policy, group = make_policy(loaded, env)
         rec = rollout(env, policy, steps, group=group, frame_stride=stride)
         mjcf = getattr(getattr(env, "cfg", None), "mjcf", None)
+        curriculum = getattr(getattr(env, "reward_manager", None), "curriculum", None)
     finally:
         env.close()
 
@@ -215,6 +220,7 @@ def play(
         final=loaded.final,
         reward_terms=rec.reward_terms,
         terminations=rec.terminations,
+        penalty_exempt=tuple(getattr(curriculum, "exempt", ())),
     )
     if record_video:
         path = Path(video) if video else default_video_path(loaded.run_dir, loaded.iteration)

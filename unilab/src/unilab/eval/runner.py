@@ -154,6 +154,7 @@ def evaluate(
     seed: int = 0,
     print_table: bool = True,
     show_progress: bool | None = None,
+    overrides: list[str] | tuple[str, ...] = (),
 ) -> EvalReport:
     """Evaluate a run's policy with one of its task's suites; print, write and record the result.
 
@@ -170,6 +171,9 @@ def evaluate(
         seed: seed of the env's generator and the suite's draws.
         print_table: print the report on stdout.
         show_progress: a progress bar on stderr (None: when stderr is a terminal).
+        overrides: ``robot.mjcf=FILE`` alone, the run's model file at a new path
+            (:func:`unilab.deploy.loading.model_file_overrides`); the record's ``robot`` block and
+            ``overrides`` name the file used.
 
     Returns:
         The :class:`EvalReport`. A whole-suite record (no ``cases``) also goes into
@@ -177,12 +181,16 @@ def evaluate(
 
     Raises:
         UserError: no such run, file, suite or case; a checkpoint or ONNX that does not fit the
-            run's task or observation; an env that cannot be built (one line each).
+            run's task or observation; an override other than ``robot.mjcf``; an env that cannot
+            be built (one line each).
     """
     import sys
 
     from unilab import runs
+    from unilab.deploy.loading import model_file_overrides
     from unilab.errors import UserError
+
+    overrides = model_file_overrides(overrides, "eval")
 
     try:
         run_dir = runs.resolve_run_dir(run, log_dir)
@@ -201,7 +209,7 @@ def evaluate(
     elif payload.get("task") not in (None, task):
         raise UserError(f"{path} is a {payload.get('task')!r} checkpoint; the run {run_dir} is a {task!r} run")
     t0 = time.perf_counter()
-    session = EvalSession(run_dir, suite, cases, num_envs, seed, payload=payload, checkpoint=path)
+    session = EvalSession(run_dir, suite, cases, num_envs, seed, tuple(overrides), payload=payload, checkpoint=path)
     try:
         if onnx:
             policy: Policy = OnnxPolicy(path)

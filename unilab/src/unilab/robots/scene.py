@@ -12,7 +12,8 @@ required from it:
   and sets the joint's armature, friction loss and damping (an actuator the file has for the
   joint is reused, a motor becomes a position servo, a missing one is added); ``file`` keeps the
   file's actuators and joint dynamics and derives the action scale ``factor * effort / kp`` from
-  them. Either way :class:`SceneReport` lists what the file has against what the project tunes;
+  them (a scale outside :data:`ACTION_SCALE_RATIO_RANGE` of the project's is a warning in the
+  report). Either way :class:`SceneReport` lists what the file has against what the project tunes;
   :func:`print_report` shows it.
 - **physics options** of the project (:data:`PHYSICS`: dt 0.005 s, implicitfast, Newton, 10
   iterations, 20 line-search iterations, pyramidal cone);
@@ -90,6 +91,13 @@ SENSOR_NAMES: tuple[str, ...] = (
 ``root_angmom`` subtree angular momentum of the base body about the subtree CoM (kg*m^2/s,
 world frame), ``*_foot_lin_vel`` foot site velocity (m/s, world frame), ``*_foot_pos`` foot site
 position (m, world frame)."""
+
+ACTION_SCALE_RATIO_RANGE = (0.5, 2.0)
+"""With ``robot.actuators=file``, file action scales (``factor * effort / kp`` of the file's
+drives) within this range of the project's (ratio file / project) pass without a word; a joint
+outside it adds a warning to the :class:`SceneReport` (:func:`action_scale_warning`): the rewards
+on actions (``action_rate_l2``) and the action box are in action units, so their meaning in
+radians changes by that ratio (its square for ``action_rate_l2``)."""
 
 _RGBA_SITE = (1.0, 0.1, 0.1, 1.0)
 _REL_TOL = 1e-4
@@ -199,7 +207,9 @@ class SceneReport:
         action_scale: joint -> rad per action unit the run uses.
         project_action_scale: joint -> rad per action unit from the description's drives.
         action_scale_factor: the action scale is this times effort / kp.
-        changes: every other addition or change, one line each.
+        changes: every other addition or change, one line each; with ``robot.actuators=file``
+            also a line starting ``warning: action scale:`` when the file's action scales are
+            outside :data:`ACTION_SCALE_RATIO_RANGE` of the project's (:func:`action_scale_warning`).
     """
 
     robot: str
@@ -227,12 +237,18 @@ class SceneReport:
         return out
 
     def title(self) -> str:
+        """One line: the choice, the robot and its model (a file, or the model built in code), what
+        happened to its drives and how many joints differ from the project's."""
         n, total = len(self.differences()), len(self.file_drives)
+        built_in = self.source == "built-in"
+        origin = "(built-in model)" if built_in else f"from {self.source}"
+        model = "its" if built_in else "the file's"
         if self.actuators == "project":
-            what = ("the project's drives replace the file's" if n else "the file's drives equal the project's")
+            what = (f"the project's drives replace {'its own' if built_in else model}" if n
+                    else f"{model} drives equal the project's")
         else:
-            what = f"the file's drives are kept; action scale = {self.action_scale_factor:g} * effort / kp from them"
-        return (f"robot.actuators={self.actuators}: robot {self.robot!r} from {self.source}: {what}"
+            what = f"{model} drives are kept; action scale = {self.action_scale_factor:g} * effort / kp from them"
+        return (f"robot.actuators={self.actuators}: robot {self.robot!r} {origin}: {what}"
                 f" ({n} of {total} joints differ)")
 
     def rows(self) -> list[list[str]]:
@@ -686,6 +702,49 @@ def _file_action_scale(robot: RobotDescription, drives: Mapping[str, DriveValues
     return out
 
 
+def action_scale_warning(model: mujoco.MjModel, robot: RobotDescription, scale: Mapping[str, float],
+                         project: Mapping[str, float]) -> str | None:
+    """The warning line for action scales ``scale`` far from the project's ``project`` (both
+    joint -> rad per action unit), or None when every joint's ratio ``scale / project`` lies in
+    :data:`ACTION_SCALE_RATIO_RANGE`.
+
+    The line names how many joints are outside, the range of the ratios, the action box it gives
+    (the largest bound in action units, ``max(|lower - default|, |upper - default|) / scale`` with
+    ``model``'s joint ranges and ``robot``'s default pose, against the project's scale's) and what
+    it affects: ``action_rate_l2`` and other terms on actions in action units weigh the same joint
+    motion ``(1 / ratio)^2`` as much.
+    """
+    lo_ok, hi_ok = ACTION_SCALE_RATIO_RANGE
+    ratios = {j: scale[j] / project[j] for j in robot.joint_names}
+    outside = [j for j, r in ratios.items() if not lo_ok <= r <= hi_ok]
+    if not outside:
+        return None
+    default = robot.default_pose.joint_pos
+
+    def box(s: Mapping[str, float]) -> float:
+        bound = 0.0
+        for j in robot.joint_names:
+            lower, upper = (float(x) for x in model.jnt_range[model.joint(j).id])
+            q0 = default.get(j, 0.0)
+            bound = max(bound, max(abs(lower - q0), abs(upper - q0)) / s[j])
+        return bound
+
+    def num(x: float) -> str:
+        return f"{x:.0f}" if x >= 100 else f"{x:.3g}"
+
+    lo, hi = min(ratios[j] for j in outside), max(ratios[j] for j in outside)
+    worst = max(outside, key=lambda j: max(ratios[j], 1.0 / ratios[j]))
+    return (
+        f"warning: action scale: the file's drives give {lo:.3g}-{hi:.3g} x the project's rad per action "
+        f"unit on {len(outside)} of {len(ratios)} joints (outside {lo_ok:g}-{hi_ok:g} x; {worst!r}: "
+        f"{scale[worst]:.3g} rad against {project[worst]:.3g}); the action box reaches "
+        f"±{num(box(scale))} action units (±{num(box(project))} with the project's scale), and penalties on "
+        f"actions in action units (action_rate_l2) weigh the same joint motion up to "
+        f"{num(max(1.0 / lo, hi) ** 2)} x as much: the task's rewards were tuned for the project's scale; "
+        f"robot.actuators=project trains with the project's drives"
+    )
+
+
 # ---------------------------------------------------------------------------- additions
 def _option_text(value, like) -> str:
     """An option value as text, typed like ``like`` (a float, an int or a MuJoCo enum)."""
@@ -940,6 +999,9 @@ def build_scene(
     else:
         report.action_scale = _file_action_scale(robot, report.file_drives, source)
         names = {j: d.actuator for j, d in report.file_drives.items()}
+        warning = action_scale_warning(model, robot, report.action_scale, report.project_action_scale)
+        if warning:
+            report.changes.append(warning)
     report.project_drives = {j: DriveValues.of(robot.drives[j], names[j]) for j in robot.joint_names}
 
     _set_physics(spec, model, report, from_file)
@@ -962,6 +1024,7 @@ def build_scene(
 
 
 __all__ = [
+    "ACTION_SCALE_RATIO_RANGE",
     "ACTUATOR_CHOICES",
     "DriveValues",
     "FEET_CHOICES",
@@ -972,6 +1035,7 @@ __all__ = [
     "RobotScene",
     "SENSOR_NAMES",
     "SceneReport",
+    "action_scale_warning",
     "asset_files",
     "brief_reports",
     "build_scene",

@@ -291,7 +291,7 @@ class PenaltyCurriculumConfig(BaseModel):
     )
     exempt: list[str] = Field(
         default_factory=list,
-        description="penalties (env.rewards.* names with a negative weight) kept at full weight: "
+        description="penalties (env.rewards.* names with a negative weight, each once) kept at full weight: "
         "e.g. [ang_vel_xy], the roll/pitch-rate penalty that the yaw-only kernel moves out of "
         "the tracking term, which the curriculum never scales",
     )
@@ -347,7 +347,14 @@ class G1WalkFlatConfig(BaseModel):
     def _exempt_names_penalties(self) -> "G1WalkFlatConfig":
         weights = self.rewards.model_dump()
         penalties = [k for k, v in weights.items() if v < 0.0]
-        for name in self.penalty_curriculum.exempt:
+        exempt = self.penalty_curriculum.exempt
+        twice = next((name for i, name in enumerate(exempt) if name in exempt[:i]), None)
+        if twice is not None:
+            raise ValueError(
+                f"env.penalty_curriculum.exempt: {twice!r} is listed {exempt.count(twice)} times in {exempt}; "
+                f"expected each penalty once"
+            )
+        for name in exempt:
             if name not in penalties:
                 got = "no such reward" if name not in weights else f"weight {weights[name]:g}"
                 raise ValueError(

@@ -200,8 +200,8 @@ class FlashSACConfig:
                 f"FlashSACConfig.action_bound must be null (the whole box) or > 0, got {self.action_bound!r}"
             )
         if self.equivariant_actor and not self.symmetry:
-            raise ValueError("FlashSACConfig.equivariant_actor=True needs FlashSACConfig.symmetry=True (the env's "
-                             "mirror), got FlashSACConfig.symmetry=False")
+            raise ValueError("FlashSACConfig.equivariant_actor=true needs FlashSACConfig.symmetry=true (the env's "
+                             "mirror), got FlashSACConfig.symmetry=false")
         if self.entropy_units not in ("action", "squashed"):
             raise ValueError(
                 f"FlashSACConfig.entropy_units must be 'action' or 'squashed', got {self.entropy_units!r}"

@@ -73,7 +73,9 @@ class SAC(ActorCriticState, ScheduleFromConfig):
 
     Raises:
         ValueError: the env has no ``"actor"`` group, its action box is malformed, or its sizes
-            disagree; ``cfg.symmetry`` is on and the env has no usable ``mirror``.
+            disagree; ``cfg.symmetry`` is on and the env has no usable ``mirror``; the entropy
+            target is above what a policy in the action box can have
+            (:func:`checked_target_entropy`).
             ``runtime.cuda_graph=true`` without a CUDA device, or ``runtime.mixed_precision=true``.
         unilab_rl.device.DeviceUnavailableError: ``device`` names a missing device.
     """
@@ -102,6 +104,7 @@ class SAC(ActorCriticState, ScheduleFromConfig):
             env, "SAC", self.device
         )
         self.mirror: Mirror | None = learner_mirror(env, "SAC", obs_dims, self.device) if cfg.symmetry else None
+        self.target_entropy = checked_target_entropy(cfg.target_entropy_scale, self.action_low, self.action_high)
 
         # Networks and targets.
         actor_mirror = None
@@ -118,7 +121,6 @@ class SAC(ActorCriticState, ScheduleFromConfig):
         self._online_params = list(self.critic.parameters())
         self._init_actor_average(cfg.actor_ema)
         self.log_alpha = torch.tensor(math.log(cfg.init_temperature), device=self.device, requires_grad=True)
-        self.target_entropy = -cfg.target_entropy_scale * self.num_actions
 
         # Optimizers (AdamW everywhere; no weight decay on log_alpha). The fused kernels are
         # one launch per step; torch.compile leaves them untraced. (Compiling torch 2.11's foreach
@@ -496,6 +498,39 @@ class _StepGraphs:
         return self._run(agent, "actor", lambda: agent._actor_step(self.batch), may_capture="critic" in self.graphs)
 
 
+def checked_target_entropy(scale: float, action_low: torch.Tensor, action_high: torch.Tensor) -> float:
+    """The entropy target ``-scale * A`` in nats (A actions), checked against the action box.
+
+    The log-probabilities are in the env's action units, so no policy whose actions stay in the
+    box ``[low, high]`` has more entropy than the uniform distribution over it,
+    ``sum(log(high - low))`` nats; a target above that is never met and the temperature would
+    grow without bound.
+
+    Args:
+        scale: ``SACConfig.target_entropy_scale``.
+        action_low, action_high: (A,) the action box, action units.
+
+    Returns:
+        The target, nats.
+
+    Raises:
+        ValueError: the target is above the uniform distribution's entropy (one line naming
+            ``algo.target_entropy_scale``, its value, the target and the largest allowed).
+    """
+    num_actions = int(action_low.numel())
+    target = -scale * num_actions
+    most = float(torch.log((action_high - action_low).double()).sum())
+    if target > most:
+        raise ValueError(
+            f"algo.target_entropy_scale={scale:g} sets a target entropy of {target:.4g} nats "
+            f"(-scale x {num_actions} actions), above the entropy of the uniform distribution over "
+            f"the action box (the most a policy in it can have), so the temperature would grow "
+            f"without bound; expected a target <= {most:.4g} nats: algo.target_entropy_scale >= "
+            f"{-most / num_actions:.4g}"
+        )
+    return target
+
+
 def make(env: VecEnv, cfg: SACConfig, *, device: torch.device | str | None = None,
          runtime: RuntimeConfig | None = None, max_iterations: int | None = None) -> SAC:
     """The algorithm factory (:attr:`unilab_rl.registry.AlgorithmSpec.make_agent`). SAC has no
@@ -503,4 +538,4 @@ def make(env: VecEnv, cfg: SACConfig, *, device: torch.device | str | None = Non
     return SAC(env, cfg, device, runtime)
 
 
-__all__ = ["SAC", "make"]
+__all__ = ["SAC", "checked_target_entropy", "make"]

@@ -85,7 +85,9 @@ class SACConfig:
     for the small initial sigma. Default 0.0, since the other defaults are FastSAC's. A negative
     scale sets a positive target: alpha then rises whenever the entropy falls below
     ``|scale| * |A|`` nats, which holds exploration up (the entropy of the uniform distribution
-    over the action box is the most a target can ask; above it alpha grows without bound)."""
+    over the action box is the most a target can ask; above it alpha would grow without bound,
+    so the agent refuses such a target with ``ValueError``:
+    :func:`unilab_rl.algorithms.sac.agent.checked_target_entropy`)."""
 
     # -- Observations -----------------------------------------------------------------------
     obs_normalization: bool = True
@@ -157,8 +159,8 @@ class SACConfig:
         if not 0.0 <= self.actor_ema <= 1.0:
             raise ValueError(f"SACConfig.actor_ema must be in [0, 1] (0: off), got {self.actor_ema!r}")
         if self.equivariant_actor and not self.symmetry:
-            raise ValueError("SACConfig.equivariant_actor=True needs SACConfig.symmetry=True (the env's mirror, "
-                             "and observation statistics that commute with it), got SACConfig.symmetry=False")
+            raise ValueError("SACConfig.equivariant_actor=true needs SACConfig.symmetry=true (the env's mirror, "
+                             "and observation statistics that commute with it), got SACConfig.symmetry=false")
         if self.critic_reduction not in ("min", "mean"):
             raise ValueError(f"SACConfig.critic_reduction must be 'min' or 'mean', got {self.critic_reduction!r}")
         if len(self.adam_betas) != 2 or not all(0.0 <= b < 1.0 for b in self.adam_betas):
