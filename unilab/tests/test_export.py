@@ -201,3 +201,23 @@ def test_the_docs_state_the_bar_the_check_applies():
     import inspect
 
     assert inspect.signature(export_command).parameters["atol"].default.default == DEFAULT_ATOL
+
+
+def test_motion_tracking_metadata_names_the_clips_the_policy_tracks():
+    """A tracking policy's metadata says which reference motion it was trained to follow."""
+    from unilab.deploy.export import command_settings
+    from unilab.tasks.g1_motion_tracking import G1MotionTrackingConfig, make_env
+    from unisim.backends.mujoco import MujocoBackend
+
+    env = make_env(G1MotionTrackingConfig(), backend_cls=MujocoBackend, num_envs=2, nthread=1)
+    try:
+        motion = command_settings(env)["motion"]
+        infos = env.commands["motion"].clips
+    finally:
+        env.close()
+    assert motion["class"].endswith("MotionCommand") and motion["sampling"] == "adaptive"
+    assert [c["name"] for c in motion["clips"]] == [c.name for c in infos] and len(infos) >= 1
+    clip = motion["clips"][0]
+    assert clip["source"].endswith(".npz") and clip["num_frames"] == infos[0].num_frames
+    assert clip["duration_s"] == pytest.approx((clip["num_frames"] - 1) / clip["fps"])
+    json.dumps(motion)  # JSON-safe, as the ONNX metadata needs

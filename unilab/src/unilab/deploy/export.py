@@ -27,8 +27,9 @@ graph) to ``actions`` (B, num_actions) float32 in the env's action units. The mo
   frequency width that a host needs to compute the ``gait_phase`` columns (the formula:
   :class:`unilab.envs.mdp.GaitPhaseCommand`). They are the settings of the env built for the
   export, i.e. the run's config with the play overrides listed in ``source.overrides`` (for
-  g1_walk_flat a fixed forward command; the gait settings are the trained ones). Absent for envs
-  without command terms.
+  g1_walk_flat a fixed forward command; the gait settings are the trained ones). A motion
+  command (g1_motion_tracking) gives its ``sampling`` and its ``clips`` instead: each clip's
+  name, frames, fps, weight, duration and npz file. Absent for envs without command terms.
 
 The check: ``onnx.checker.check_model(full_check=True)``, then onnxruntime against the torch policy
 on random observations (N(0, 3^2) per column) and on observations a rollout recorded. The largest
@@ -198,20 +199,25 @@ def _floats(t: torch.Tensor) -> list[float]:
 
 def command_settings(env) -> dict[str, dict[str, Any]]:
     """``{name: {"class", "description", "settings"}}`` for each command term of ``env`` (its
-    ``commands`` mapping) whose settings are a dataclass (``ranges`` or ``settings`` attribute);
-    ``{}`` for envs without command terms."""
+    ``commands`` mapping) whose settings are a dataclass (``ranges`` or ``settings`` attribute),
+    and ``{name: {"class", "description", "sampling", "clips"}}`` for a motion command (a
+    ``clips`` attribute of :class:`~unilab.motion.library.ClipInfo`: ``name``, ``num_frames``,
+    ``fps``, ``weight``, ``source`` the npz file, ``duration_s``), so a host knows which
+    reference motion the policy tracks; ``{}`` for envs without command terms."""
     out: dict[str, dict[str, Any]] = {}
     for name, term in (getattr(env, "commands", None) or {}).items():
         settings = getattr(term, "settings", None) or getattr(term, "ranges", None)
-        if settings is None or not dataclasses.is_dataclass(settings):
+        clips = getattr(term, "clips", None)
+        if settings is not None and dataclasses.is_dataclass(settings):
+            entry: dict[str, Any] = {"settings": _json_safe(dataclasses.asdict(settings))}
+        elif clips and all(dataclasses.is_dataclass(c) for c in clips):
+            entry = {"sampling": getattr(term, "sampling", None),
+                     "clips": [_json_safe({**dataclasses.asdict(c), "duration_s": c.duration_s}) for c in clips]}
+        else:
             continue
         cls = type(term)
         doc = (cls.__doc__ or "").strip().split("\n\n")[0]
-        out[name] = {
-            "class": f"{cls.__module__}.{cls.__qualname__}",
-            "description": " ".join(doc.split()),
-            "settings": _json_safe(dataclasses.asdict(settings)),
-        }
+        out[name] = {"class": f"{cls.__module__}.{cls.__qualname__}", "description": " ".join(doc.split()), **entry}
     return out
 
 
