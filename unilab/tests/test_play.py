@@ -193,9 +193,9 @@ def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     "args, expected",
     [
         (["play", "{missing}"], "is not a run directory (no run_config.json)"),
-        (["play", "{run}", "--checkpoint", "model_999.pt"], "no checkpoint 'model_999.pt' in"),
+        (["play", "{run}", "--checkpoint", "model_999.pt"], "--checkpoint model_999.pt: no checkpoint 'model_999.pt' in"),
         (["export", "latest", "--log-dir", "{missing}"], "no runs under"),
-        (["export", "{run}", "--checkpoint", "model_999.pt"], "(checkpoints: model_last.pt, model_2.pt)"),
+        (["export", "{run}", "--checkpoint", "model_999.pt"], "(it has: model_last.pt, model_2.pt)"),
         (["play", "{run}", "--num-envs", "0"], "--num-envs must be an integer >= 1, got 0"),
         (["play", "{run}", "--width", "321"], "video width must be an even number >= 16 (H.264), got 321"),
         (["play", "{run}", "env.commands.lin_vel_x=[1.0,-0.5]"],

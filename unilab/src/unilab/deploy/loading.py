@@ -154,7 +154,7 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str | None = None) -> Path:
         if candidate.is_file():
             return candidate
     names = ", ".join(p.name for p in have) or "none"
-    raise UserError(f"no checkpoint {checkpoint!r} in {run_dir} (checkpoints: {names})")
+    raise UserError(f"--checkpoint {checkpoint}: no checkpoint {checkpoint!r} in {run_dir} (it has: {names})")
 
 
 def is_final_checkpoint(run_dir: Path, checkpoint: Path) -> bool:
