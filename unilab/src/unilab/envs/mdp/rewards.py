@@ -164,11 +164,17 @@ def track_linear_velocity(env, std: float, command_name: str = "twist") -> torch
     return _exp_kernel(error, std**2)
 
 
-def track_angular_velocity(env, std: float, command_name: str = "twist") -> torch.Tensor:
-    """exp(-((w_z - cmd_wz)^2 + |w_xy|^2) / std^2), base-frame angular velocity, rad/s. (N,)"""
+def track_angular_velocity(env, std: float, command_name: str = "twist", xy_std: float | None = None) -> torch.Tensor:
+    """exp(-((w_z - cmd_wz)^2 + |w_xy|^2) / std^2), base-frame angular velocity, rad/s (mjlab's
+    ``track_angular_velocity``); with ``xy_std`` the roll/pitch rate has its own width,
+    exp(-(w_z - cmd_wz)^2 / std^2 - |w_xy|^2 / xy_std^2), i.e. the yaw kernel times a kernel of
+    the base's steadiness. (N,)"""
     w = env.robot.base_ang_vel_b
     cmd = env.commands[command_name].command
-    error = (cmd[:, 2] - w[:, 2]).square_().add_(torch.sum(w[:, :2].square(), dim=1))
+    xy = torch.sum(w[:, :2].square(), dim=1)
+    if xy_std is not None:
+        xy.mul_((std / xy_std) ** 2)  # both terms over std^2 below
+    error = (cmd[:, 2] - w[:, 2]).square_().add_(xy)
     return _exp_kernel(error, std**2)
 
 

@@ -115,7 +115,9 @@ class TrackingConfig(BaseModel):
     roll/pitch rate in one exponent, so the yaw reward collapses while the base rocks
     (pal-robotics/pal_mjlab PR #81). With the coupled kernel SAC policies turned at 0.4-0.9 of
     a 1 rad/s command; with the yaw kernel at 0.99-1.04 (docs/benchmarks.md, "Walking on
-    command"). ``lin_vel_std`` keeps mjlab's width, a wide basin from standing still; alone it
+    command"). ``ang_vel_xy_std`` gives the coupled kernel's roll/pitch rate a width of its own:
+    the yaw kernel times a kernel of the base's steadiness, a reward (never scaled by the
+    penalty curriculum) for a steady base from the first step. ``lin_vel_std`` keeps mjlab's width, a wide basin from standing still; alone it
     is nearly flat at the walking suite's tolerances (0.1-0.15 m/s: exp(-0.04 / 0.25) = 0.85),
     and a 0.35 m/s width in its place left one of two seeds unable to walk forwards. So the
     same error also enters a narrow kernel (``lin_vel_fine_std``, reward
@@ -133,7 +135,21 @@ class TrackingConfig(BaseModel):
     ang_vel_std: float = Field(
         math.sqrt(0.5), gt=0.0, description="coupled kernel width, rad/s (mjlab sqrt(0.5))"
     )
+    ang_vel_xy_std: float | None = Field(
+        None, gt=0.0, description="coupled kernel: a width of its own for the roll/pitch rate, rad/s "
+        "(null: ang_vel_std, as mjlab); e.g. ang_vel_std=0.5 with ang_vel_xy_std=1.0 scores the yaw rate as the "
+        "yaw kernel does, times a wide kernel of the base's steadiness"
+    )
     yaw_std: float = Field(0.5, gt=0.0, description="yaw kernel width, rad/s (holosoma sqrt(0.25))")
+
+    @model_validator(mode="after")
+    def _xy_width_needs_the_coupled_kernel(self) -> "TrackingConfig":
+        if self.ang_vel_xy_std is not None and self.ang_vel_kernel != "coupled":
+            raise ValueError(
+                f"ang_vel_xy_std={self.ang_vel_xy_std:g} is a width of the coupled kernel; "
+                f"ang_vel_kernel is {self.ang_vel_kernel!r} (set ang_vel_kernel=coupled, or leave ang_vel_xy_std null)"
+            )
+        return self
 
 
 class RewardWeights(BaseModel):

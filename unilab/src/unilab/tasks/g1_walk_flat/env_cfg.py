@@ -161,7 +161,8 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot=None) -> EnvCfg:
     if tr.ang_vel_kernel == "yaw":
         track_ang = RewardTerm(mdp.track_yaw_rate, w.track_angular_velocity, {"std": tr.yaw_std})
     else:
-        track_ang = RewardTerm(mdp.track_angular_velocity, w.track_angular_velocity, {"std": tr.ang_vel_std})
+        track_ang = RewardTerm(mdp.track_angular_velocity, w.track_angular_velocity,
+                               {"std": tr.ang_vel_std, "xy_std": tr.ang_vel_xy_std})
     rewards = {
         "track_linear_velocity": RewardTerm(
             mdp.track_linear_velocity, w.track_linear_velocity, {"std": tr.lin_vel_std}
