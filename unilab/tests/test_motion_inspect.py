@@ -130,3 +130,25 @@ def test_every_shipped_clip_passes_inspect():
         assert all(c.what == "left_ankle_roll_link / right_ankle_roll_link" and len(c.frames) <= 3
                    and c.max_depth_mm < 10.0 for c in report.self_collisions), path.name  # fmt: skip
         assert "command_vel" in np.load(path).files, path.name
+
+
+def test_inspect_video_shows_the_clip_on_the_g1(tmp_path):
+    """`--video` writes the clip's poses, every second frame of a 50 fps clip; a bad frame size is
+    one error line."""
+    av = pytest.importorskip("av")
+    unilab = str(Path(sys.executable).parent / "unilab")
+    clip = load_motion(DEFAULT_MOTION)
+    out = tmp_path / "clip.mp4"
+    result = subprocess.run([unilab, "motion", "inspect", str(DEFAULT_MOTION), "--video", str(out),
+                             "--width", "64", "--height", "48"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    frames = -(-clip.num_frames // 2)
+    assert f"video: {out} ({frames} frames, 64x48, 25 fps)" in result.stdout
+    with av.open(str(out)) as container:
+        images = [f.to_ndarray(format="gray") for f in container.decode(video=0)]
+    assert len(images) == frames and images[0].shape == (48, 64)
+    assert np.abs(images[0].astype(int) - images[len(images) // 2].astype(int)).max() > 0  # the pose moves
+    bad = subprocess.run([unilab, "motion", "inspect", str(DEFAULT_MOTION), "--video", str(out), "--width", "65"],
+                         capture_output=True, text=True)
+    lines = [line for line in bad.stderr.splitlines() if line.strip()]
+    assert bad.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: --video") and "65" in lines[0]

@@ -94,17 +94,25 @@ def motion_inspect(
     robot_mjcf: Optional[str] = typer.Option(
         None, "--robot-mjcf", help="G1 MJCF to check on (default: the built-in G1)"
     ),
+    video: Optional[str] = typer.Option(
+        None, "--video", help="also write an mp4 of the clip played on the G1 (poses only, no physics)"
+    ),
+    width: int = typer.Option(640, "--width", help="video frame width, pixels (even)"),
+    height: int = typer.Option(480, "--height", help="video frame height, pixels (even)"),
 ) -> None:
     """Check a clip on the simulated G1: floor penetration and floating, self-collision on the
-    collision model, joint and root speeds, joint limits; warnings say what to do.
+    collision model, joint and root speeds, joint limits; warnings say what to do. With
+    `--video`, also render the clip frame by frame on the G1 from the tracking camera (25 fps for
+    a 50 fps clip), to look at before training.
 
     A file that is not a complete clip npz is inspected as `unilab motion import` would write it.
-    Exit 2 when the file cannot be read as a clip for the G1.
+    Exit 2 when the file cannot be read as a clip for the G1, or the video cannot be written.
     """
     import json
 
+    from unilab.deploy.video import VideoError
     from unilab.motion.clip import MotionFormatError
-    from unilab.motion.inspect import inspect_motion, load_for_inspection
+    from unilab.motion.inspect import inspect_motion, load_for_inspection, render_clip
 
     try:
         clip, layout = load_for_inspection(path, fps=fps, joint_order=joint_order, robot_mjcf=robot_mjcf)
@@ -113,9 +121,16 @@ def motion_inspect(
         _fail(str(exc))
     if as_json:
         typer.echo(json.dumps(report.to_dict(), indent=2))
-        return
-    for line in report.lines():
-        typer.echo(line)
+    else:
+        for line in report.lines():
+            typer.echo(line)
+    if video:
+        try:
+            result = render_clip(clip, video, robot_mjcf=robot_mjcf, width=width, height=height)
+        except VideoError as exc:
+            _fail(f"--video {video}: {exc}")
+        typer.echo(f"video: {result.path} ({result.frames} frames, {result.width}x{result.height}, "
+                   f"{result.fps:g} fps)", err=as_json)
 
 
 @motion_app.command("record", cls=HelpCommand, context_settings={"allow_extra_args": False})

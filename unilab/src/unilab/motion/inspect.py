@@ -272,6 +272,35 @@ def clip_qpos(clip: MotionClip, model: mujoco.MjModel) -> np.ndarray:
     return qpos
 
 
+def render_clip(clip: MotionClip, path: str | os.PathLike[str], *, robot_mjcf: str | os.PathLike[str] | None = None,
+                width: int = 640, height: int = 480, fps: float | None = None):
+    """Write an mp4 of the clip played kinematically on the G1 (the pose of every frame, no
+    physics), from the tracking camera, so a clip can be looked at before training on it.
+
+    Args:
+        clip: the clip; its ``pelvis`` body gives the root pose.
+        path: the mp4 to write (its folder is created; an existing file is replaced).
+        robot_mjcf: a user G1 MJCF (default: the built-in G1), with the task's floor added.
+        width, height: frame size, pixels (even, >= 16).
+        fps: frames per second: the clip's rate divided by a whole number (default: the highest
+            such rate up to 30, e.g. 25 for a 50 fps clip).
+
+    Returns:
+        :class:`unilab.deploy.video.VideoResult`.
+
+    Raises:
+        MotionFormatError: the clip has no pelvis body or lacks a joint of the model.
+        unilab.deploy.video.VideoError: bad video settings, no encoder, or no OpenGL to render.
+    """
+    from unilab.deploy.video import frame_stride, render_video
+
+    spec = g1.g1_scene_spec(with_floor=True, mjcf=robot_mjcf)
+    xml = spec.to_xml()
+    stride = frame_stride(clip.fps, fps)
+    qpos = clip_qpos(clip, spec.compile())[::stride]
+    return render_video(xml, qpos, path, fps=clip.fps / stride, width=width, height=height)
+
+
 def _finding(what: str, depth: np.ndarray, tol: float) -> ContactFinding:
     """From (T,) per-frame deepest penetration (m, 0 where none)."""
     frames = np.flatnonzero(depth > tol).tolist()
