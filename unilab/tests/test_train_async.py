@@ -92,10 +92,12 @@ def _popen(cmd: list[str], cwd: Path) -> subprocess.Popen:
                             start_new_session=True)
 
 
-@pytest.mark.parametrize("sig, status, code", [(signal.SIGINT, "interrupted", 130),
-                                               (signal.SIGTERM, "terminated", 143)])
-def test_async_signal_stops_with_checkpoint_and_no_child_left(tmp_path, sig, status, code):
-    proc = _popen(_cmd(tmp_path, "runtime.mode=async", "training.max_iterations=100000"), tmp_path)
+@pytest.mark.parametrize("sig, status, code, stepping", [(signal.SIGINT, "interrupted", 130, "threads"),
+                                                         (signal.SIGTERM, "terminated", 143, "threads"),
+                                                         (signal.SIGINT, "interrupted", 130, "pipeline")])
+def test_async_signal_stops_with_checkpoint_and_no_child_left(tmp_path, sig, status, code, stepping):
+    proc = _popen(_cmd(tmp_path, "runtime.mode=async", "training.max_iterations=100000", "runtime.collector_shards=2",
+                       f"runtime.shard_stepping={stepping}"), tmp_path)
     try:
         run = _wait_for_training(tmp_path, proc)
         if sig == signal.SIGINT:  # a terminal's Ctrl-C reaches the whole process group
