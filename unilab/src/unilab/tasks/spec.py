@@ -21,8 +21,8 @@ class TaskSpec:
             ``robot.*`` section (:class:`unilab.config.RobotConfig`), which
             :func:`unilab.robots.robot_scene` turns into the scene.
         owner_configs: folder of owner YAML defaults, ``<algo>_<sim>.yaml`` and presets
-            ``<algo>_<sim>.<preset>.yaml``, each a mapping of ``algo``/``env``/``sim``/``training``
-            sections applied over the code defaults.
+            ``<algo>_<sim>.<preset>.yaml``, each a mapping of config sections (``algo``, ``runtime``,
+            ``env``, ``sim``, ``robot``, ``training``) applied over the code defaults.
         description: one line for ``unilab plugins``.
         eval_suites: the task's evaluation suites (:class:`unilab.eval.suite.EvalSuite`), the
             first being the default of ``unilab eval`` and of the evaluation during training
