@@ -185,7 +185,10 @@ def test_a_plugin_calling_sys_exit_at_import_is_isolated(tmp_path, monkeypatch, 
 
 # ---------------------------------------------------------------- the CLI, as a user runs it
 def cli(tmp_path: Path, *args: str, strict: bool = False) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(tmp_path / "site"))
+    """``unilab ARGS`` in ``tmp_path`` with the fake distributions of ``tmp_path/site`` importable
+    (first on ``PYTHONPATH``, the caller's entries after them)."""
+    pythonpath = [str(tmp_path / "site"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(pythonpath))
     env.pop("UNILAB_STRICT_PLUGINS", None)
     if strict:
         env["UNILAB_STRICT_PLUGINS"] = "1"
