@@ -87,6 +87,49 @@ def test_bad_csv_names_file_and_expectation(tmp_path):
         read_lafan_csv(nan)
 
 
+
+def _good_rows(n: int = 3) -> str:
+    """``n`` valid CSV lines (identity root quaternion xyzw, joints at 0)."""
+    row = np.zeros(36)
+    row[2], row[6] = 0.75, 1.0
+    return "".join(",".join(f"{v:g}" for v in row) + "\n" for _ in range(n))
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("", r"empty.csv': key 'file': is empty; expected one row of 36 comma-separated numbers"),
+        ("\n# only a comment\n", r"key 'file': has only blank and # comment lines"),
+        ("root_x,root_y,root_z\n" + _good_rows(), r"key 'header': the first row \(line 1\) is not numbers "
+         r"\(column 0 is 'root_x'\); a header row is not expected"),
+        (_good_rows() + "1,2,3\n" + _good_rows(), r"key 'columns': line 4 has 3 columns, line 1 \(the first row\) "
+         r"has 36; expected 36 on every line"),
+        (_good_rows() + _good_rows(1).replace("0.75", "0.7x"), r"key 'values': expected numbers, line 4 column 2 "
+         r"is '0.7x'"),
+    ],
+    ids=["empty", "comments_only", "header", "ragged", "word"],
+)
+def test_malformed_csv_is_one_line_without_numpy_warnings(tmp_path, text, match):
+    import warnings
+
+    path = tmp_path / ("empty.csv" if not text else "clip.csv")
+    path.write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's loadtxt warned "input contained no data" on an empty file
+        with pytest.raises(MotionFormatError, match=match) as info:
+            read_lafan_csv(path)
+    assert "\n" not in str(info.value) and "usecols" not in str(info.value)
+
+
+def test_blank_lines_and_comments_are_skipped_and_lines_are_named(tmp_path):
+    path = tmp_path / "clip.csv"
+    rows = _good_rows().splitlines()
+    path.write_text("# retargeted\n" + rows[0] + "\n\n" + rows[1] + "\n" + rows[2].replace("0.75", "nan") + "\n")
+    with pytest.raises(MotionFormatError, match=r"found nan at row 2, column 2 \(line 5\)"):
+        read_lafan_csv(path)
+    path.write_text("# retargeted\n" + "\n".join(rows) + "\n")
+    assert read_lafan_csv(path).shape == (3, 36)
+
 # ---------------------------------------------------------------------------- every layout
 def _write_layout(kind: str, path, clip) -> dict:
     """Write the shipped clip in one of the layouts users bring; returns import_motion kwargs."""
