@@ -119,3 +119,23 @@ def test_import_writes_a_loadable_clip(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "51 frames at 50 fps (1.00 s), 29 joints, 30 bodies" in result.stdout
     assert load_motion(tmp_path / "a.npz").num_frames == 51
+
+
+def test_a_wxyz_csv_is_one_error_line_and_imports_with_quat_order(tmp_path):
+    from unilab.motion import load_motion
+
+    clip = load_motion(DEFAULT_MOTION)
+    p = clip.body_names.index("pelvis")
+    rows = np.concatenate((clip.body_pos_w[:31, p], clip.body_quat_w[:31, p], clip.joint_pos[:31]), axis=1)
+    np.savetxt(tmp_path / "wxyz.csv", rows, delimiter=",", fmt="%.8f")  # quaternion wxyz, not xyzw
+    refused = run("motion", "import", str(tmp_path / "wxyz.csv"), "--out", str(tmp_path / "a.npz"), cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stdout == "", refused.stdout
+    (line,) = refused.stderr.strip().splitlines()
+    assert line.startswith("error: motion file") and "looks like wxyz, not xyzw" in line, line
+    assert not (tmp_path / "a.npz").exists()
+    ok = run("motion", "import", str(tmp_path / "wxyz.csv"), "--out", str(tmp_path / "a.npz"),
+             "--quat-order", "wxyz", cwd=tmp_path)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    assert "warning" not in ok.stderr, ok.stderr  # upright: no floating warning
+    inspected = run("motion", "inspect", str(tmp_path / "wxyz.csv"), "--quat-order", "wxyz", cwd=tmp_path)
+    assert inspected.returncode == 0, inspected.stderr

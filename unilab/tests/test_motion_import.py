@@ -130,6 +130,53 @@ def test_blank_lines_and_comments_are_skipped_and_lines_are_named(tmp_path):
     path.write_text("# retargeted\n" + "\n".join(rows) + "\n")
     assert read_lafan_csv(path).shape == (3, 36)
 
+
+def _write_csv(path, qpos_wxyz: np.ndarray, order: str = "xyzw", scale: float = 1.0) -> None:
+    """The (T, 36) qpos as a CSV with its root quaternion written in ``order``, times ``scale``."""
+    rows = qpos_wxyz.copy()
+    rows[:, 3:7] = scale * (qpos_wxyz[:, [4, 5, 6, 3]] if order == "xyzw" else qpos_wxyz[:, 3:7])
+    np.savetxt(path, rows, delimiter=",", fmt="%.10f")
+
+
+def test_a_wxyz_quaternion_in_a_csv_is_refused_and_read_with_quat_order(tmp_path):
+    from unilab.motion.importers import import_motion
+
+    qpos = resample_qpos(default_qpos(), 50.0, 30.0)
+    _write_csv(tmp_path / "wxyz.csv", qpos, order="wxyz")  # the mjlab/IsaacLab habit
+    with pytest.raises(MotionFormatError) as info:
+        import_motion(tmp_path / "wxyz.csv")
+    msg = str(info.value)
+    assert "key 'root quaternion': the root quaternion looks like wxyz, not xyzw" in msg, msg
+    assert "upside down" in msg and "the file format expects xyzw" in msg and "--quat-order wxyz" in msg, msg
+    fixed = import_motion(tmp_path / "wxyz.csv", quat_order="wxyz").clip
+    _write_csv(tmp_path / "xyzw.csv", qpos)
+    expected = import_motion(tmp_path / "xyzw.csv").clip
+    np.testing.assert_allclose(fixed.body_pos_w, expected.body_pos_w, atol=1e-6)
+    pelvis = fixed.body_names.index("pelvis")
+    assert fixed.body_pos_w[:, pelvis, 2].min() > 0.5  # upright: the pelvis above the feet
+    with pytest.raises(MotionFormatError, match=r"--quat-order': expected xyzw or wxyz, got 'zyxw'"):
+        import_motion(tmp_path / "xyzw.csv", quat_order="zyxw")
+
+
+def test_a_quaternion_far_from_unit_norm_is_refused_naming_the_row(tmp_path):
+    from unilab.motion.importers import import_motion
+
+    qpos = resample_qpos(default_qpos(), 50.0, 30.0)
+    _write_csv(tmp_path / "norm2.csv", qpos, scale=2.0)
+    with pytest.raises(MotionFormatError, match=r"norm2.csv': key 'root quaternion': expected unit quaternions "
+                       r"\(\|norm - 1\| <= 0.01\), row 0 \(line 1\) has norm 2 \(xyzw 0, 0, 0, 2\)"):
+        import_motion(tmp_path / "norm2.csv")
+    _write_csv(tmp_path / "rounded.csv", qpos, scale=1.005)  # within the tolerance: normalised
+    clip = import_motion(tmp_path / "rounded.csv").clip
+    np.testing.assert_allclose(np.linalg.norm(clip.body_quat_w, axis=-1), 1.0, atol=1e-6)
+    clip = load_motion(DEFAULT_MOTION)
+    p = clip.body_names.index("pelvis")
+    root = np.concatenate((clip.body_pos_w[:, p], 0.5 * clip.body_quat_w[:, p]), axis=1)
+    np.savez(tmp_path / "half.npz", fps=np.array([50.0]), joint_names=np.array(clip.joint_names),
+             joint_pos=np.concatenate((root, clip.joint_pos), axis=1))  # fmt: skip
+    with pytest.raises(MotionFormatError, match=r"half.npz': key 'root quaternion'.*frame 0 has norm 0.5 \(wxyz"):
+        import_motion(tmp_path / "half.npz")
+
 # ---------------------------------------------------------------------------- every layout
 def _write_layout(kind: str, path, clip) -> dict:
     """Write the shipped clip in one of the layouts users bring; returns import_motion kwargs."""

@@ -41,6 +41,9 @@ def motion_import(
         None, "--joint-order",
         help="joint order of a file without joint_names: unitree, isaaclab, NAME,NAME,... or @FILE",
     ),
+    quat_order: Optional[str] = typer.Option(
+        None, "--quat-order", help="order of the file's root quaternion: xyzw or wxyz (default: the layout's, CSV xyzw, npz wxyz)",
+    ),
     z_offset: float = typer.Option(0.0, "--z-offset", help="added to the root height, m"),
     frames: Optional[str] = typer.Option(None, "--frames", help="START:END output frames to keep"),
     lift_feet: bool = typer.Option(
@@ -63,7 +66,7 @@ def motion_import(
     try:
         result = import_motion(source, fps=fps, out_fps=out_fps, joint_order=joint_order,
                                robot_mjcf=robot_mjcf, z_offset=z_offset, frames=frames,
-                               lift_feet=lift_feet)
+                               lift_feet=lift_feet, quat_order=quat_order)
         clip = result.clip
         validate_motion(clip, joint_names=g1.G1_JOINT_NAMES, joint_limits=g1.JOINT_RANGE)
     except MotionFormatError as exc:
@@ -91,6 +94,7 @@ def motion_inspect(
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
     fps: Optional[float] = typer.Option(None, "--fps", help="frame rate of a source file (as for import)"),
     joint_order: Optional[str] = typer.Option(None, "--joint-order", help="as for import"),
+    quat_order: Optional[str] = typer.Option(None, "--quat-order", help="as for import"),
     robot_mjcf: Optional[str] = typer.Option(
         None, "--robot-mjcf", help="G1 MJCF to check on (default: the built-in G1)"
     ),
@@ -107,7 +111,8 @@ def motion_inspect(
     from unilab.motion.inspect import inspect_motion, load_for_inspection
 
     try:
-        clip, layout = load_for_inspection(path, fps=fps, joint_order=joint_order, robot_mjcf=robot_mjcf)
+        clip, layout = load_for_inspection(path, fps=fps, joint_order=joint_order, robot_mjcf=robot_mjcf,
+                                           quat_order=quat_order)
         report = inspect_motion(clip, robot_mjcf=robot_mjcf, layout=layout)
     except MotionFormatError as exc:
         _fail(str(exc))

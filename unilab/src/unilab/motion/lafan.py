@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from unilab.motion.clip import MotionClip, MotionFormatError
-from unilab.motion.kinematics import fk_motion, resample_qpos
+from unilab.motion.kinematics import fk_motion, resample_qpos, root_quat_wxyz
 from unilab.robots import g1
 
 CSV_FPS = 30.0
@@ -88,15 +88,22 @@ def _is_number(field: str) -> bool:
     return True
 
 
-def read_lafan_csv(path: str | os.PathLike[str]) -> np.ndarray:
-    """(T, 36) qpos with the base quaternion reordered to wxyz.
+def read_lafan_csv(path: str | os.PathLike[str], quat_order: str = "xyzw") -> np.ndarray:
+    """(T, 36) qpos with the base quaternion reordered to wxyz and normalised.
 
     Blank lines and ``#`` comments are skipped; there is no header row.
 
+    Args:
+        path: the CSV.
+        quat_order: the order of columns 3-6, ``xyzw`` (the format's) or ``wxyz``.
+
     Raises:
         MotionFormatError: unreadable or empty file, a header row or another non-number, rows of
-            different lengths or the wrong column count, non-finite values, fewer than two frames or
-            a zero quaternion (naming the file, the column group and the line).
+            different lengths or the wrong column count, non-finite values, fewer than two frames,
+            a quaternion whose norm is not within :data:`~unilab.motion.kinematics.QUAT_NORM_TOLERANCE`
+            of 1, or one that looks stored in the other order (upside down as read, upright the
+            other way: :func:`~unilab.motion.kinematics.root_quat_wxyz`); naming the file, the
+            column group and the line.
     """
     path = Path(path)
     if not path.is_file():
@@ -114,12 +121,9 @@ def read_lafan_csv(path: str | os.PathLike[str]) -> np.ndarray:
         raise MotionFormatError(
             path, "values", f"expected finite numbers, found {rows[r, c]} at row {r}, column {c} (line {lines[r]})"
         )
-    norm = np.linalg.norm(rows[:, 3:7], axis=1)
-    if norm.min() < 1e-6:
-        r = int(norm.argmin())
-        raise MotionFormatError(path, "base_quat_xyzw", f"expected non-zero quaternions, row {r} (line {lines[r]}) is zero")
     qpos = rows.copy()
-    qpos[:, 3:7] = rows[:, [6, 3, 4, 5]]  # xyzw -> wxyz
+    qpos[:, 3:7] = root_quat_wxyz(rows[:, 3:7], quat_order, path=path, key="root quaternion",
+                                  where=lambda r: f"row {r} (line {lines[r]})", layout_order="xyzw")
     return qpos
 
 
