@@ -247,6 +247,31 @@ def test_unknown_joint_order_is_refused_naming_the_option(tmp_path, kind):
         import_motion(path)
 
 
+def test_joint_order_errors_name_the_joint_given_twice_and_the_unknown_names(tmp_path):
+    from unilab.motion.importers import import_motion
+
+    _write_csv(tmp_path / "clip.csv", resample_qpos(default_qpos(), 50.0, 30.0))
+    names = list(g1.G1_JOINT_NAMES)
+
+    def refused(order: list[str]) -> str:
+        with pytest.raises(MotionFormatError) as info:
+            import_motion(tmp_path / "clip.csv", joint_order=",".join(order))
+        return str(info.value)
+
+    twice = [n if n != "left_knee_joint" else "left_hip_roll_joint" for n in names]
+    assert "--joint-order names 'left_hip_roll_joint' more than once" in refused(twice)
+    misspelt = [n if n != "left_knee_joint" else "left_knee" for n in names]
+    msg = refused(misspelt)
+    assert ("--joint-order lacks the G1 joints ['left_knee_joint'], and names joints the G1 does not have: "
+            "'left_knee' (close to 'left_knee_joint')") in msg, msg
+    other = [n if n != "left_knee_joint" else "tail_joint" for n in names]
+    assert "does not have: 'tail_joint';" in refused(other)
+    extra = tmp_path / "extra.npz"  # a joint the G1 lacks, beside all of its own: ignored and listed
+    clip = load_motion(DEFAULT_MOTION)
+    np.savez(extra, fps=np.array([50.0]), joint_names=np.array([*clip.joint_names, "tail_joint"]),
+             joint_pos=np.concatenate((default_qpos()[:, :7], clip.joint_pos, clip.joint_pos[:, :1]), axis=1))
+    assert import_motion(extra).notes == ["ignored 1 joints the G1 does not have: ['tail_joint']"]
+
 def test_stored_bodies_that_differ_from_ours_are_reported(tmp_path):
     from unilab.motion.importers import import_motion
 

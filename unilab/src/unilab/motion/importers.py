@@ -39,6 +39,7 @@ has named body positions the largest difference to ours is reported.
 
 from __future__ import annotations
 
+import difflib
 import os
 import zipfile
 from collections import deque
@@ -176,22 +177,36 @@ def _joint_columns(
         (column of each of G1_JOINT_NAMES, the file's joint names the G1 does not have).
 
     Raises:
-        MotionFormatError: a count that does not match the columns, duplicates, missing joints.
+        MotionFormatError: a count that does not match the columns, a name given twice (named),
+            missing G1 joints (named, with the names the G1 does not have, each with the missing
+            joint it is close to, e.g. a misspelling).
     """
+    names = list(names)
     if len(names) != ncols:
         raise MotionFormatError(
             path, "joint_names", f"{source} names {len(names)} joints, expected one per joint column ({ncols})"
         )
-    if len(set(names)) != len(names):
-        raise MotionFormatError(path, "joint_names", f"{source} names a joint twice")
-    missing = [n for n in g1.G1_JOINT_NAMES if n not in names]
-    if missing:
+    twice = list(dict.fromkeys(n for n in names if names.count(n) > 1))
+    if twice:
         raise MotionFormatError(
-            path, "joint_names", f"{source} lacks the G1 joints {missing}; expected all of "
+            path, "joint_names", f"{source} names {', '.join(map(repr, twice))} more than once; expected each "
+            f"joint once (one name per joint column)",
+        )  # fmt: skip
+    missing = [n for n in g1.G1_JOINT_NAMES if n not in names]
+    extra = [n for n in names if n not in g1.G1_JOINT_NAMES]
+    if missing:
+        unknown = ""
+        if extra:
+            described = []
+            for n in extra:
+                close = difflib.get_close_matches(n, missing, n=1, cutoff=0.6)
+                described.append(f"{n!r} (close to {close[0]!r})" if close else repr(n))
+            unknown = f", and names joints the G1 does not have: {', '.join(described)}"
+        raise MotionFormatError(
+            path, "joint_names", f"{source} lacks the G1 joints {missing}{unknown}; expected all of "
             f"{len(g1.G1_JOINT_NAMES)} G1 joints by name (extra joints are ignored)",
         )
-    extra = [n for n in names if n not in g1.G1_JOINT_NAMES]
-    return [list(names).index(n) for n in g1.G1_JOINT_NAMES], extra
+    return [names.index(n) for n in g1.G1_JOINT_NAMES], extra
 
 
 def _unknown_order(path: Path, what: str) -> MotionFormatError:
