@@ -56,7 +56,8 @@ def test_folder_and_manifests_give_the_same_clips(clip_dir, tmp_path):
         ("clips:\n  - file: full.npz\n  - file: middle.npz\n    weight: 0\n", r"key 'clips\[1\]\.weight'.*greater than 0"),
         ("clips:\n  - file: full.npz\n    speed: 2\n", r"key 'clips\[0\]\.speed'.*extra"),
         ("clips:\n  - full.npz\n  - file: middle.npz\n    name: full\n", r"clip name 'full' is used twice"),
-        ("clips:\n  - nothere.npz\n", r"nothere.npz.*expected an existing .npz"),
+        ("clips:\n  - full.npz\n  - nothere.npz\n", r"bad.yaml': key 'clips\[1\]\.file': '.*nothere.npz' does not "
+         r"exist; expected an existing .npz clip"),
         ("clips: [\n", r"key 'file': expected a YAML manifest"),
     ],
 )
@@ -69,6 +70,23 @@ def test_bad_manifests_are_one_line_naming_the_entry(clip_dir, tmp_path, text, m
         load_motion_library(manifest)
     assert "\n" not in str(info.value)
 
+
+
+def test_a_manifest_entry_with_a_missing_or_bad_clip_is_named(clip_dir, tmp_path):
+    (tmp_path / "notes.npz").write_text("not an archive")
+    manifest = tmp_path / "set.yaml"
+    manifest.write_text(f"clips:\n  - {clip_dir / 'full.npz'}\n  - file: clips/nothere.npz\n")
+    with pytest.raises(MotionFormatError) as info:
+        load_motion_library(manifest)
+    assert str(info.value) == (
+        f"motion file '{manifest}': key 'clips[1].file': 'clips/nothere.npz' does not exist "
+        f"({tmp_path / 'clips' / 'nothere.npz'}: paths are relative to the manifest's folder); expected an "
+        f"existing .npz clip"
+    )
+    manifest.write_text(f"clips:\n  - {clip_dir / 'full.npz'}\n  - notes.npz\n")
+    with pytest.raises(MotionFormatError, match=rf"^motion file '{manifest}': key 'clips\[1\]': motion file "
+                       rf"'{tmp_path / 'notes.npz'}': key 'file': expected a numpy .npz archive"):
+        load_motion_library(manifest)
 
 @pytest.fixture(scope="module")
 def env(clip_dir):
