@@ -272,7 +272,8 @@ def _lookup_run_plugin(registry, name: str, flag: str, saved_run: dict[str, Any]
             installed = name in registry.names()
         except Exception:  # noqa: BLE001 - strict mode: the lookup's own error says it all
             installed = True
-        if installed or not isinstance(recorded, dict) or recorded.get("name") != name or not recorded.get("distribution"):
+        if (installed or not isinstance(recorded, dict) or recorded.get("name") != name
+                or not recorded.get("distribution")):
             raise
         version = f" {recorded['version']}" if recorded.get("version") else ""
         raise UserError(f"{exc}; the run used it from the package {recorded['distribution']}{version}, not "

@@ -44,7 +44,8 @@ def _out_path(out: str) -> Path:
     if path.is_dir():
         _fail(f"--out {out}: is a folder; expected the .npz file to write, e.g. {path / 'clip.npz'}")
     if path.suffix.lower() != ".npz":
-        _fail(f"--out {out}: expected a file name ending in .npz, got {repr(path.suffix) if path.suffix else 'no suffix'}")
+        got = repr(path.suffix) if path.suffix else "no suffix"
+        _fail(f"--out {out}: expected a file name ending in .npz, got {got}")
     existing = next(p for p in path.absolute().parents if p.exists())  # the folder the missing ones go in
     if not existing.is_dir():
         _fail(f"--out {out}: {existing} is a file, not a folder; expected the .npz to go in a folder")
@@ -82,7 +83,8 @@ def motion_import(
         help="joint order of a file without joint_names: unitree, isaaclab, NAME,NAME,... or @FILE",
     ),
     quat_order: Optional[str] = typer.Option(
-        None, "--quat-order", help="order of the file's root quaternion: xyzw or wxyz (default: the layout's, CSV xyzw, npz wxyz)",
+        None, "--quat-order",
+        help="order of the file's root quaternion: xyzw or wxyz (default: the layout's, CSV xyzw, npz wxyz)",
     ),
     z_offset: float = typer.Option(0.0, "--z-offset", help="added to the root height, m"),
     frames: Optional[str] = typer.Option(None, "--frames", help="START:END output frames to keep"),
