@@ -200,3 +200,20 @@ def test_shipped_names_the_whole_shipped_set():
     assert names == sorted(p.stem for p in Path(DEFAULT_MOTION).parent.glob("*.npz"))
     assert set(names) == {"default", "squat", "reach", "twist", "lunge",
                           "walk_forward", "walk_backward", "sidestep", "turn_in_place", "start_stop"}
+
+
+def test_a_shipped_clip_is_named_by_its_name_and_a_wrong_name_lists_them(tmp_path, monkeypatch):
+    from unilab.tasks.g1_motion_tracking.env_cfg import load_task_motion
+
+    monkeypatch.chdir(tmp_path)
+    cfg = G1MotionTrackingConfig(motion={"file": "squat"})
+    assert cfg.motion.file == "squat"  # kept as a name, as 'shipped' is
+    library = load_task_motion(cfg, 0.02)
+    assert [i.name for i in library.infos] == ["squat"]
+    assert library.infos[0].source == str(Path(DEFAULT_MOTION).parent / "squat.npz")
+    with pytest.raises(MotionFormatError) as info:
+        load_task_motion(G1MotionTrackingConfig(motion={"file": "sqat"}), 0.02)
+    assert f"motion file '{tmp_path / 'sqat'}': key 'env.motion.file'" in str(info.value)
+    assert "a shipped clip's name (default, lunge, reach, sidestep, squat, start_stop, " in str(info.value)
+    (tmp_path / "squat").mkdir()  # a folder of that name in the working directory wins, as a path
+    assert G1MotionTrackingConfig(motion={"file": "squat"}).motion.file == str(tmp_path / "squat")
