@@ -313,3 +313,15 @@ def test_import_cli_detects_layouts_and_gives_one_error_line(tmp_path):
     assert junk.returncode == 2
     (line,) = junk.stderr.strip().splitlines()
     assert line.startswith("error: motion file") and "junk.npz" in line and "expected a LAFAN1-style CSV" in line
+
+
+def test_docs_list_the_unitree_order_as_the_code_has_it(tmp_path):
+    from pathlib import Path
+
+    from unilab.motion.importers import resolve_joint_order
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "motion.md").read_text()
+    block = text.split("**Unitree order**", 1)[1].split("```\n", 2)[1]
+    (tmp_path / "order.txt").write_text(block)
+    assert resolve_joint_order(f"@{tmp_path / 'order.txt'}") == g1.G1_JOINT_NAMES
+    assert resolve_joint_order(block.replace("\n", "")) == g1.G1_JOINT_NAMES
