@@ -18,6 +18,11 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
+def with_site(site: Path) -> str:
+    """``PYTHONPATH`` with ``site`` first and the caller's entries after it."""
+    return os.pathsep.join([str(site), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
+
+
 @dataclass(frozen=True)
 class InstalledExample:
     """An example distribution (a folder under examples/) pip-installed into ``site``.
@@ -31,10 +36,11 @@ class InstalledExample:
     site: Path
 
     def run(self, *argv: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-        """Run ``argv`` with the installed example importable (``PYTHONPATH=site``) and plugin
-        loading strict (``UNILAB_STRICT_PLUGINS=1``); returns the finished process, output captured
-        as text."""
-        env = dict(os.environ, PYTHONPATH=str(self.site), UNILAB_STRICT_PLUGINS="1")
+        """Run ``argv`` with the installed example importable (``site`` put first on ``PYTHONPATH``,
+        ahead of the caller's entries, so a checkout named there stays the code under test) and
+        plugin loading strict (``UNILAB_STRICT_PLUGINS=1``); returns the finished process, output
+        captured as text."""
+        env = dict(os.environ, PYTHONPATH=with_site(self.site), UNILAB_STRICT_PLUGINS="1")
         return subprocess.run(list(argv), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 

@@ -70,3 +70,13 @@ def test_flags_show_no_value_and_options_their_name():
     assert "NO_VIDEO" not in flag and "roll out and report" in flag
     assert re.search(r"--num-envs\s+NUM_ENVS\s", text)
     assert "Usage: unilab play [OPTIONS] RUN [OVERRIDES]..." in text
+
+
+def test_the_plugins_command_is_described_with_every_kind_it_lists():
+    from unilab.plugins import all_registries
+
+    listing = _help(())
+    row = next(ln for ln in listing.splitlines() if " plugins " in ln)
+    kinds = [r.kind for r in all_registries()]
+    assert kinds == ["backend", "algorithm", "task", "robot"]
+    assert all(k in row for k in kinds), row  # robots were left out

@@ -119,3 +119,50 @@ def test_import_writes_a_loadable_clip(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "51 frames at 50 fps (1.00 s), 29 joints, 30 bodies" in result.stdout
     assert load_motion(tmp_path / "a.npz").num_frames == 51
+
+
+def test_a_wxyz_csv_is_one_error_line_and_imports_with_quat_order(tmp_path):
+    from unilab.motion import load_motion
+
+    clip = load_motion(DEFAULT_MOTION)
+    p = clip.body_names.index("pelvis")
+    rows = np.concatenate((clip.body_pos_w[:31, p], clip.body_quat_w[:31, p], clip.joint_pos[:31]), axis=1)
+    np.savetxt(tmp_path / "wxyz.csv", rows, delimiter=",", fmt="%.8f")  # quaternion wxyz, not xyzw
+    refused = run("motion", "import", str(tmp_path / "wxyz.csv"), "--out", str(tmp_path / "a.npz"), cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stdout == "", refused.stdout
+    (line,) = refused.stderr.strip().splitlines()
+    assert line.startswith("error: motion file") and "looks like wxyz, not xyzw" in line, line
+    assert not (tmp_path / "a.npz").exists()
+    ok = run("motion", "import", str(tmp_path / "wxyz.csv"), "--out", str(tmp_path / "a.npz"),
+             "--quat-order", "wxyz", cwd=tmp_path)  # fmt: skip
+    assert ok.returncode == 0, ok.stderr
+    assert "warning" not in ok.stderr, ok.stderr  # upright: no floating warning
+    inspected = run("motion", "inspect", str(tmp_path / "wxyz.csv"), "--quat-order", "wxyz", cwd=tmp_path)
+    assert inspected.returncode == 0, inspected.stderr
+
+
+def test_import_out_must_name_an_npz_and_its_folder_is_created(tmp_path):
+    from unilab.motion import load_motion, write_lafan_csv
+
+    clip = load_motion(DEFAULT_MOTION)
+    p = clip.body_names.index("pelvis")
+    write_lafan_csv(tmp_path / "a.csv", np.concatenate(
+        (clip.body_pos_w[:31, p], clip.body_quat_w[:31, p], clip.joint_pos[:31]), axis=1))  # fmt: skip
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "afile").write_text("")
+    refused = {  # numpy appended .npz to the first two, wrote folder.npz for the third
+        "noext": "expected a file name ending in .npz, got no suffix",
+        "x.csv": "expected a file name ending in .npz, got '.csv'",
+        "folder": "is a folder; expected the .npz file to write",
+        "afile/x.npz": "is a file, not a folder",
+    }
+    for out, message in refused.items():
+        result = run("motion", "import", "a.csv", "--out", out, cwd=tmp_path)
+        assert result.returncode == 2 and result.stdout == "", (out, result.stdout)
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith(f"error: --out {out}: ") and message in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "afile", "folder"]
+    out = tmp_path / "new" / "deeper" / "a.npz"  # a missing folder is created (as export --output does)
+    ok = run("motion", "import", "a.csv", "--out", str(out), cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert f"wrote {out}: 51 frames" in ok.stdout and load_motion(out).num_frames == 51

@@ -133,5 +133,6 @@ def test_a_missing_configured_clip_names_the_setting(tmp_path):
     from unilab.tasks.g1_motion_tracking.env_cfg import load_task_motion
 
     cfg = G1MotionTrackingConfig(motion={"file": str(tmp_path / "absent.npz")})
-    with pytest.raises(MotionFormatError, match=r"absent.npz'?: key 'env.motion.file': expected an existing motion .npz, a folder of .npz, a manifest \(.yaml/.json\) or `shipped`"):
+    with pytest.raises(MotionFormatError, match=r"absent.npz'?: key 'env.motion.file': expected an existing motion .npz, a folder of .npz, a manifest "
+                       r"\(.yaml/.json\), `shipped` \(every shipped clip\) or a shipped clip's name \(default, lunge, "):
         load_task_motion(cfg, step_dt=0.02)

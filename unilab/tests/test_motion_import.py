@@ -87,6 +87,96 @@ def test_bad_csv_names_file_and_expectation(tmp_path):
         read_lafan_csv(nan)
 
 
+
+def _good_rows(n: int = 3) -> str:
+    """``n`` valid CSV lines (identity root quaternion xyzw, joints at 0)."""
+    row = np.zeros(36)
+    row[2], row[6] = 0.75, 1.0
+    return "".join(",".join(f"{v:g}" for v in row) + "\n" for _ in range(n))
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("", r"empty.csv': key 'file': is empty; expected one row of 36 comma-separated numbers"),
+        ("\n# only a comment\n", r"key 'file': has only blank and # comment lines"),
+        ("root_x,root_y,root_z\n" + _good_rows(), r"key 'header': the first row \(line 1\) is not numbers "
+         r"\(column 0 is 'root_x'\); a header row is not expected"),
+        (_good_rows() + "1,2,3\n" + _good_rows(), r"key 'columns': line 4 has 3 columns, line 1 \(the first row\) "
+         r"has 36; expected 36 on every line"),
+        (_good_rows() + _good_rows(1).replace("0.75", "0.7x"), r"key 'values': expected numbers, line 4 column 2 "
+         r"is '0.7x'"),
+    ],
+    ids=["empty", "comments_only", "header", "ragged", "word"],
+)
+def test_malformed_csv_is_one_line_without_numpy_warnings(tmp_path, text, match):
+    import warnings
+
+    path = tmp_path / ("empty.csv" if not text else "clip.csv")
+    path.write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's loadtxt warned "input contained no data" on an empty file
+        with pytest.raises(MotionFormatError, match=match) as info:
+            read_lafan_csv(path)
+    assert "\n" not in str(info.value) and "usecols" not in str(info.value)
+
+
+def test_blank_lines_and_comments_are_skipped_and_lines_are_named(tmp_path):
+    path = tmp_path / "clip.csv"
+    rows = _good_rows().splitlines()
+    path.write_text("# retargeted\n" + rows[0] + "\n\n" + rows[1] + "\n" + rows[2].replace("0.75", "nan") + "\n")
+    with pytest.raises(MotionFormatError, match=r"found nan at row 2, column 2 \(line 5\)"):
+        read_lafan_csv(path)
+    path.write_text("# retargeted\n" + "\n".join(rows) + "\n")
+    assert read_lafan_csv(path).shape == (3, 36)
+
+
+def _write_csv(path, qpos_wxyz: np.ndarray, order: str = "xyzw", scale: float = 1.0) -> None:
+    """The (T, 36) qpos as a CSV with its root quaternion written in ``order``, times ``scale``."""
+    rows = qpos_wxyz.copy()
+    rows[:, 3:7] = scale * (qpos_wxyz[:, [4, 5, 6, 3]] if order == "xyzw" else qpos_wxyz[:, 3:7])
+    np.savetxt(path, rows, delimiter=",", fmt="%.10f")
+
+
+def test_a_wxyz_quaternion_in_a_csv_is_refused_and_read_with_quat_order(tmp_path):
+    from unilab.motion.importers import import_motion
+
+    qpos = resample_qpos(default_qpos(), 50.0, 30.0)
+    _write_csv(tmp_path / "wxyz.csv", qpos, order="wxyz")  # the mjlab/IsaacLab habit
+    with pytest.raises(MotionFormatError) as info:
+        import_motion(tmp_path / "wxyz.csv")
+    msg = str(info.value)
+    assert "key 'root quaternion': the root quaternion looks like wxyz, not xyzw" in msg, msg
+    assert "upside down" in msg and "the file format expects xyzw" in msg and "--quat-order wxyz" in msg, msg
+    fixed = import_motion(tmp_path / "wxyz.csv", quat_order="wxyz").clip
+    _write_csv(tmp_path / "xyzw.csv", qpos)
+    expected = import_motion(tmp_path / "xyzw.csv").clip
+    np.testing.assert_allclose(fixed.body_pos_w, expected.body_pos_w, atol=1e-6)
+    pelvis = fixed.body_names.index("pelvis")
+    assert fixed.body_pos_w[:, pelvis, 2].min() > 0.5  # upright: the pelvis above the feet
+    with pytest.raises(MotionFormatError, match=r"--quat-order': expected xyzw or wxyz, got 'zyxw'"):
+        import_motion(tmp_path / "xyzw.csv", quat_order="zyxw")
+
+
+def test_a_quaternion_far_from_unit_norm_is_refused_naming_the_row(tmp_path):
+    from unilab.motion.importers import import_motion
+
+    qpos = resample_qpos(default_qpos(), 50.0, 30.0)
+    _write_csv(tmp_path / "norm2.csv", qpos, scale=2.0)
+    with pytest.raises(MotionFormatError, match=r"norm2.csv': key 'root quaternion': expected unit quaternions "
+                       r"\(\|norm - 1\| <= 0.01\), row 0 \(line 1\) has norm 2 \(xyzw 0, 0, 0, 2\)"):
+        import_motion(tmp_path / "norm2.csv")
+    _write_csv(tmp_path / "rounded.csv", qpos, scale=1.005)  # within the tolerance: normalised
+    clip = import_motion(tmp_path / "rounded.csv").clip
+    np.testing.assert_allclose(np.linalg.norm(clip.body_quat_w, axis=-1), 1.0, atol=1e-6)
+    clip = load_motion(DEFAULT_MOTION)
+    p = clip.body_names.index("pelvis")
+    root = np.concatenate((clip.body_pos_w[:, p], 0.5 * clip.body_quat_w[:, p]), axis=1)
+    np.savez(tmp_path / "half.npz", fps=np.array([50.0]), joint_names=np.array(clip.joint_names),
+             joint_pos=np.concatenate((root, clip.joint_pos), axis=1))  # fmt: skip
+    with pytest.raises(MotionFormatError, match=r"half.npz': key 'root quaternion'.*frame 0 has norm 0.5 \(wxyz"):
+        import_motion(tmp_path / "half.npz")
+
 # ---------------------------------------------------------------------------- every layout
 def _write_layout(kind: str, path, clip) -> dict:
     """Write the shipped clip in one of the layouts users bring; returns import_motion kwargs."""
@@ -157,6 +247,31 @@ def test_unknown_joint_order_is_refused_naming_the_option(tmp_path, kind):
         import_motion(path)
 
 
+def test_joint_order_errors_name_the_joint_given_twice_and_the_unknown_names(tmp_path):
+    from unilab.motion.importers import import_motion
+
+    _write_csv(tmp_path / "clip.csv", resample_qpos(default_qpos(), 50.0, 30.0))
+    names = list(g1.G1_JOINT_NAMES)
+
+    def refused(order: list[str]) -> str:
+        with pytest.raises(MotionFormatError) as info:
+            import_motion(tmp_path / "clip.csv", joint_order=",".join(order))
+        return str(info.value)
+
+    twice = [n if n != "left_knee_joint" else "left_hip_roll_joint" for n in names]
+    assert "--joint-order names 'left_hip_roll_joint' more than once" in refused(twice)
+    misspelt = [n if n != "left_knee_joint" else "left_knee" for n in names]
+    msg = refused(misspelt)
+    assert ("--joint-order lacks the G1 joints ['left_knee_joint'], and names joints the G1 does not have: "
+            "'left_knee' (close to 'left_knee_joint')") in msg, msg
+    other = [n if n != "left_knee_joint" else "tail_joint" for n in names]
+    assert "does not have: 'tail_joint';" in refused(other)
+    extra = tmp_path / "extra.npz"  # a joint the G1 lacks, beside all of its own: ignored and listed
+    clip = load_motion(DEFAULT_MOTION)
+    np.savez(extra, fps=np.array([50.0]), joint_names=np.array([*clip.joint_names, "tail_joint"]),
+             joint_pos=np.concatenate((default_qpos()[:, :7], clip.joint_pos, clip.joint_pos[:, :1]), axis=1))
+    assert import_motion(extra).notes == ["ignored 1 joints the G1 does not have: ['tail_joint']"]
+
 def test_stored_bodies_that_differ_from_ours_are_reported(tmp_path):
     from unilab.motion.importers import import_motion
 
@@ -198,3 +313,15 @@ def test_import_cli_detects_layouts_and_gives_one_error_line(tmp_path):
     assert junk.returncode == 2
     (line,) = junk.stderr.strip().splitlines()
     assert line.startswith("error: motion file") and "junk.npz" in line and "expected a LAFAN1-style CSV" in line
+
+
+def test_docs_list_the_unitree_order_as_the_code_has_it(tmp_path):
+    from pathlib import Path
+
+    from unilab.motion.importers import resolve_joint_order
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "motion.md").read_text()
+    block = text.split("**Unitree order**", 1)[1].split("```\n", 2)[1]
+    (tmp_path / "order.txt").write_text(block)
+    assert resolve_joint_order(f"@{tmp_path / 'order.txt'}") == g1.G1_JOINT_NAMES
+    assert resolve_joint_order(block.replace("\n", "")) == g1.G1_JOINT_NAMES

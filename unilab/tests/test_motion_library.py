@@ -56,7 +56,8 @@ def test_folder_and_manifests_give_the_same_clips(clip_dir, tmp_path):
         ("clips:\n  - file: full.npz\n  - file: middle.npz\n    weight: 0\n", r"key 'clips\[1\]\.weight'.*greater than 0"),
         ("clips:\n  - file: full.npz\n    speed: 2\n", r"key 'clips\[0\]\.speed'.*extra"),
         ("clips:\n  - full.npz\n  - file: middle.npz\n    name: full\n", r"clip name 'full' is used twice"),
-        ("clips:\n  - nothere.npz\n", r"nothere.npz.*expected an existing .npz"),
+        ("clips:\n  - full.npz\n  - nothere.npz\n", r"bad.yaml': key 'clips\[1\]\.file': '.*nothere.npz' does not "
+         r"exist; expected an existing .npz clip"),
         ("clips: [\n", r"key 'file': expected a YAML manifest"),
     ],
 )
@@ -69,6 +70,23 @@ def test_bad_manifests_are_one_line_naming_the_entry(clip_dir, tmp_path, text, m
         load_motion_library(manifest)
     assert "\n" not in str(info.value)
 
+
+
+def test_a_manifest_entry_with_a_missing_or_bad_clip_is_named(clip_dir, tmp_path):
+    (tmp_path / "notes.npz").write_text("not an archive")
+    manifest = tmp_path / "set.yaml"
+    manifest.write_text(f"clips:\n  - {clip_dir / 'full.npz'}\n  - file: clips/nothere.npz\n")
+    with pytest.raises(MotionFormatError) as info:
+        load_motion_library(manifest)
+    assert str(info.value) == (
+        f"motion file '{manifest}': key 'clips[1].file': 'clips/nothere.npz' does not exist "
+        f"({tmp_path / 'clips' / 'nothere.npz'}: paths are relative to the manifest's folder); expected an "
+        f"existing .npz clip"
+    )
+    manifest.write_text(f"clips:\n  - {clip_dir / 'full.npz'}\n  - notes.npz\n")
+    with pytest.raises(MotionFormatError, match=rf"^motion file '{manifest}': key 'clips\[1\]': motion file "
+                       rf"'{tmp_path / 'notes.npz'}': key 'file': expected a numpy .npz archive"):
+        load_motion_library(manifest)
 
 @pytest.fixture(scope="module")
 def env(clip_dir):
@@ -182,3 +200,20 @@ def test_shipped_names_the_whole_shipped_set():
     assert names == sorted(p.stem for p in Path(DEFAULT_MOTION).parent.glob("*.npz"))
     assert set(names) == {"default", "squat", "reach", "twist", "lunge",
                           "walk_forward", "walk_backward", "sidestep", "turn_in_place", "start_stop"}
+
+
+def test_a_shipped_clip_is_named_by_its_name_and_a_wrong_name_lists_them(tmp_path, monkeypatch):
+    from unilab.tasks.g1_motion_tracking.env_cfg import load_task_motion
+
+    monkeypatch.chdir(tmp_path)
+    cfg = G1MotionTrackingConfig(motion={"file": "squat"})
+    assert cfg.motion.file == "squat"  # kept as a name, as 'shipped' is
+    library = load_task_motion(cfg, 0.02)
+    assert [i.name for i in library.infos] == ["squat"]
+    assert library.infos[0].source == str(Path(DEFAULT_MOTION).parent / "squat.npz")
+    with pytest.raises(MotionFormatError) as info:
+        load_task_motion(G1MotionTrackingConfig(motion={"file": "sqat"}), 0.02)
+    assert f"motion file '{tmp_path / 'sqat'}': key 'env.motion.file'" in str(info.value)
+    assert "a shipped clip's name (default, lunge, reach, sidestep, squat, start_stop, " in str(info.value)
+    (tmp_path / "squat").mkdir()  # a folder of that name in the working directory wins, as a path
+    assert G1MotionTrackingConfig(motion={"file": "squat"}).motion.file == str(tmp_path / "squat")

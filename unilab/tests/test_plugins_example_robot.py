@@ -56,3 +56,5 @@ def test_installed_example_trains_with_robot_name_set_to_its_name(example, tmp_p
     assert summary["status"] == "normal_completion" and summary["iterations"] == 3
     config = json.loads((run_dir / "run_config.json").read_text())
     assert config["config"]["robot"]["name"] == "g1_home", config.keys()
+    assert config["plugins"]["robot"] == {"name": "g1_home", "distribution": "unilab-robot-g1-home",
+                                          "version": "0.1.0"}

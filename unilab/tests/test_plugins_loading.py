@@ -185,7 +185,10 @@ def test_a_plugin_calling_sys_exit_at_import_is_isolated(tmp_path, monkeypatch, 
 
 # ---------------------------------------------------------------- the CLI, as a user runs it
 def cli(tmp_path: Path, *args: str, strict: bool = False) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(tmp_path / "site"))
+    """``unilab ARGS`` in ``tmp_path`` with the fake distributions of ``tmp_path/site`` importable
+    (first on ``PYTHONPATH``, the caller's entries after them)."""
+    pythonpath = [str(tmp_path / "site"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(pythonpath))
     env.pop("UNILAB_STRICT_PLUGINS", None)
     if strict:
         env["UNILAB_STRICT_PLUGINS"] = "1"
@@ -314,3 +317,40 @@ def test_strict_mode_and_a_broken_robot_plugin_make_train_one_error_line(tmp_pat
         "error: could not build task 'g1_walk_flat': robot.name: plugin 'broken_robot' from "
         "unilab-test-broken-robot 0.0.1 (entry-point group 'unilab_robots') failed: ModuleNotFoundError"
     ) and "UNILAB_STRICT_PLUGINS=1" in errors[0], result.stderr
+
+
+ROBOT_PLUGIN = """
+import dataclasses
+from unilab.hookspecs import hookimpl
+
+@hookimpl
+def unilab_register_robots(register):
+    from unilab.robots.g1 import G1
+    register("g1_copy", dataclasses.replace(G1, name="g1_copy"))
+"""
+
+
+def test_run_config_records_the_robot_plugin_and_play_names_it_once_uninstalled(tmp_path):
+    """run_config.json's plugins hold the robot's distribution beside the algorithm's, task's and
+    backend's; with that distribution gone, play's one error line names it."""
+    import json
+    import shutil
+
+    write_distribution(tmp_path / "site", "unilab-test-robot", "0.0.2",
+                       entry_points={"unilab_robots": {"g1_copy": "unilab_test_robot"}},
+                       files={"unilab_test_robot.py": ROBOT_PLUGIN})
+    result = cli(tmp_path, "train", "--algo", "sac", "--task", "g1_walk_flat", "robot.name=g1_copy",
+                 "training.num_envs=2", "training.max_iterations=2", "algo.batch_size=16", "algo.learning_starts=1",
+                 "algo.num_updates=1", "algo.buffer_size_per_env=32", "sim.nthread=1", "training.device=cpu",
+                 "training.no_play=true", "training.progress=false", f"training.log_dir={tmp_path / 'logs'}")
+    assert result.returncode == 0, result.stderr
+    (run_dir,) = (tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir()
+    plugins = json.loads((run_dir / "run_config.json").read_text())["plugins"]
+    assert plugins["robot"] == {"name": "g1_copy", "distribution": "unilab-test-robot", "version": "0.0.2"}
+    assert set(plugins) == {"algo", "task", "sim", "robot"}
+    shutil.rmtree(tmp_path / "site")  # the robot's package uninstalled
+    result = cli(tmp_path, "play", str(run_dir), "--no-video")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line == ("error: robot.name: unknown robot 'g1_copy'; valid choices: g1; the run used it from the "
+                    "package unilab-test-robot 0.0.2, not installed here: install that package"), line

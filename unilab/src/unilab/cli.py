@@ -313,7 +313,7 @@ def show_config(
 
 @app.command(cls=HelpCommand)
 def plugins() -> None:
-    """List every simulator backend, algorithm and task with its distribution and version."""
+    """List every simulator backend, algorithm, task and robot with its distribution and version."""
     from rich.console import Console
     from rich.table import Table
 

@@ -149,7 +149,8 @@ def _open_run_dir(p: RunPlan, env, learner, resume: dict | None,
     if resume:
         print(f"resumed from {resume['path']} at iteration {resume['iteration']}", file=sys.stderr, flush=True)
     plugins = {kind: {"name": reg.name, "distribution": reg.distribution, "version": reg.version}
-               for kind, reg in (("algo", p.algo_reg), ("task", p.task_reg), ("sim", p.backend_reg))}
+               for kind, reg in (("algo", p.algo_reg), ("task", p.task_reg), ("sim", p.backend_reg),
+                                 ("robot", _robot_registration(p.cfg))) if reg is not None}
     runs.write_json(run_dir / "run_config.json", {
         "command": argv if argv is not None else sys.argv,
         "algo": p.algo, "task": p.task, "sim": p.sim,
@@ -182,6 +183,21 @@ def _open_run_dir(p: RunPlan, env, learner, resume: dict | None,
         "start_iteration": learner.iteration,
     })
     return run_dir, summary
+
+
+def _robot_registration(cfg):
+    """The registration of the run's robot (``robot.name``), for ``run_config.json``'s
+    ``plugins``; None when the config has no robot section or the name does not resolve."""
+    from unilab.plugins import ROBOTS
+    from unisim.plugins import PluginError
+
+    name = getattr(getattr(cfg, "robot", None), "name", None)
+    if name is None:
+        return None
+    try:
+        return ROBOTS.get(name)
+    except (KeyError, PluginError):
+        return None
 
 
 def _end_rank_process() -> None:

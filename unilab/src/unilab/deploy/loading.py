@@ -31,7 +31,7 @@ from unilab.config import (
     validate,
 )
 from unilab.errors import UserError
-from unilab.plugins import ALGORITHMS, BACKENDS, TASKS, lookup
+from unilab.plugins import ALGORITHMS, BACKENDS, ROBOTS, TASKS, lookup
 from unilab.robots.scene import brief_reports
 from unilab_rl.runtime import RuntimeConfig
 
@@ -211,17 +211,18 @@ def run_config(
         saved_run: ``run_config.json`` as already read (:func:`read_run_config`); None reads it.
 
     Raises:
-        UserError: an unreadable ``run_config.json``, a plugin the run used is not installed, or
-            an override/config that does not validate (one line each).
+        UserError: an unreadable ``run_config.json``, a plugin the run used (algorithm, task,
+            backend, robot) is not installed (naming the package and version the run recorded
+            in its ``plugins``), or an override/config that does not validate (one line each).
     """
     payload = payload or {}
     saved_run = read_run_config(run_dir) if saved_run is None else saved_run
     algo = payload.get("algo") or saved_run["algo"]
     task = payload.get("task") or saved_run["task"]
     sim = saved_run.get("sim", "mujoco")
-    algo_reg = lookup(ALGORITHMS, algo, "algorithm of the run")
-    task_reg = lookup(TASKS, task, "task of the run")
-    backend_reg = lookup(BACKENDS, sim, "simulator of the run")
+    algo_reg = _lookup_run_plugin(ALGORITHMS, algo, "algorithm of the run", saved_run, "algo")
+    task_reg = _lookup_run_plugin(TASKS, task, "task of the run", saved_run, "task")
+    backend_reg = _lookup_run_plugin(BACKENDS, sim, "simulator of the run", saved_run, "sim")
 
     model = build_run_model(algo_reg.item.config_cls, task_reg.item.config_cls)
     saved = migrate_saved_config(payload.get("config") or saved_run.get("config") or {})
@@ -245,8 +246,38 @@ def run_config(
         raise UserError(
             f"the config of {run_dir} does not validate with the installed plugins: {exc}"
         ) from None
+    robot = getattr(getattr(cfg, "robot", None), "name", None)
+    if robot is not None:  # before the env is built: an unknown robot names the package the run used
+        _lookup_run_plugin(ROBOTS, robot, "robot.name", saved_run, "robot")
     return LoadedRun(run_dir, checkpoint, payload, algo, task, sim, algo_reg, task_reg, backend_reg, cfg,
                      [*play_overrides, *overrides], final=is_final_checkpoint(run_dir, checkpoint))
+
+
+def _lookup_run_plugin(registry, name: str, flag: str, saved_run: dict[str, Any], kind: str):
+    """:func:`unilab.plugins.lookup` of a plugin a run names; when ``name`` is not installed and
+    ``run_config.json``'s ``plugins[kind]`` records it, the error adds the package and version the
+    run used.
+
+    Raises:
+        UserError: as :func:`~unilab.plugins.lookup`, e.g. ``"robot.name: unknown robot 'g1_home';
+            valid choices: g1; the run used it from the package unilab-robot-g1-home 0.1.0, not
+            installed here: install that package"``.
+    """
+    try:
+        return lookup(registry, name, flag)
+    except UserError as exc:
+        plugins = saved_run.get("plugins")
+        recorded = plugins.get(kind) if isinstance(plugins, dict) else None
+        try:
+            installed = name in registry.names()
+        except Exception:  # noqa: BLE001 - strict mode: the lookup's own error says it all
+            installed = True
+        if (installed or not isinstance(recorded, dict) or recorded.get("name") != name
+                or not recorded.get("distribution")):
+            raise
+        version = f" {recorded['version']}" if recorded.get("version") else ""
+        raise UserError(f"{exc}; the run used it from the package {recorded['distribution']}{version}, not "
+                        f"installed here: install that package") from None
 
 
 def load_run(

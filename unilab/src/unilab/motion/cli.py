@@ -11,7 +11,9 @@ Bad input prints one ``error:`` line and exits with code 2.
 
 from __future__ import annotations
 
-from typing import List, Optional
+import io
+from pathlib import Path
+from typing import BinaryIO, Callable, List, Optional
 
 import typer
 
@@ -29,17 +31,60 @@ def _fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def _out_path(out: str) -> Path:
+    """The file ``--out`` names, checked before any work: a name ending in ``.npz`` (any case) that
+    is not a folder, below no file. The file is written under exactly that name, missing folders
+    created (:func:`_write_npz`).
+
+    Raises:
+        typer.Exit: (code 2, after one ``error:`` line) a folder, another suffix, or a parent that
+            is a file.
+    """
+    path = Path(out).expanduser()
+    if path.is_dir():
+        _fail(f"--out {out}: is a folder; expected the .npz file to write, e.g. {path / 'clip.npz'}")
+    if path.suffix.lower() != ".npz":
+        got = repr(path.suffix) if path.suffix else "no suffix"
+        _fail(f"--out {out}: expected a file name ending in .npz, got {got}")
+    existing = next(p for p in path.absolute().parents if p.exists())  # the folder the missing ones go in
+    if not existing.is_dir():
+        _fail(f"--out {out}: {existing} is a file, not a folder; expected the .npz to go in a folder")
+    return path
+
+
+def _write_npz(path: Path, save: Callable[[BinaryIO], None]) -> None:
+    """Write what ``save`` puts in a binary file at ``path``, atomically, creating its folder (as
+    ``unilab export --output`` and ``eval --json`` do).
+
+    Raises:
+        typer.Exit: (code 2, after one ``error:`` line) the folder or the file cannot be written.
+    """
+    from unilab.runs import atomic_write, os_error_line
+
+    buffer = io.BytesIO()
+    save(buffer)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, buffer.getvalue())
+    except OSError as exc:
+        _fail(f"--out {path}: not written: {os_error_line(exc)}")
+
+
 @motion_app.command("import", cls=HelpCommand)
 def motion_import(
     source: str = typer.Argument(
         ..., help="LAFAN1-style CSV, npz with the root pose in joint_pos, or BeyondMimic-style npz"
     ),
-    out: str = typer.Option(..., "--out", "-o", help="npz to write"),
+    out: str = typer.Option(..., "--out", "-o", help="npz to write (ends in .npz; a missing folder is created)"),
     fps: Optional[float] = typer.Option(None, "--fps", help="frame rate of the source (default: the npz's fps; CSV 30)"),
     out_fps: float = typer.Option(50.0, "--out-fps", help="frame rate of the npz (the control rate)"),
     joint_order: Optional[str] = typer.Option(
         None, "--joint-order",
         help="joint order of a file without joint_names: unitree, isaaclab, NAME,NAME,... or @FILE",
+    ),
+    quat_order: Optional[str] = typer.Option(
+        None, "--quat-order",
+        help="order of the file's root quaternion: xyzw or wxyz (default: the layout's, CSV xyzw, npz wxyz)",
     ),
     z_offset: float = typer.Option(0.0, "--z-offset", help="added to the root height, m"),
     frames: Optional[str] = typer.Option(None, "--frames", help="START:END output frames to keep"),
@@ -53,17 +98,18 @@ def motion_import(
     """Convert a clip into a motion npz: detect its layout, match joints by name, resample, and
     compute body poses and velocities by forward kinematics on the G1.
 
-    Exit 2 on a bad file.
+    Exit 2 on a bad file or an --out that is a folder or does not end in .npz.
     """
     from unilab.motion import MotionFormatError, validate_motion
     from unilab.motion.importers import import_motion
     from unilab.motion.inspect import inspect_motion
     from unilab.robots import g1
 
+    out_path = _out_path(out)
     try:
         result = import_motion(source, fps=fps, out_fps=out_fps, joint_order=joint_order,
                                robot_mjcf=robot_mjcf, z_offset=z_offset, frames=frames,
-                               lift_feet=lift_feet)
+                               lift_feet=lift_feet, quat_order=quat_order)
         clip = result.clip
         validate_motion(clip, joint_names=g1.G1_JOINT_NAMES, joint_limits=g1.JOINT_RANGE)
     except MotionFormatError as exc:
@@ -75,14 +121,14 @@ def motion_import(
     if result.body_deviation_m is not None:
         typer.echo(f"  stored body positions differ from forward kinematics on the G1 by up to "
                    f"{result.body_deviation_m * 1e3:.1f} mm ({result.body_deviation_body}); bodies recomputed")
-    clip.save(out)
-    typer.echo(f"wrote {out}: {clip.num_frames} frames at {clip.fps:g} fps ({clip.duration_s:.2f} s), "
+    _write_npz(out_path, clip.save)
+    typer.echo(f"wrote {out_path}: {clip.num_frames} frames at {clip.fps:g} fps ({clip.duration_s:.2f} s), "
                f"{len(clip.joint_names)} joints, {len(clip.body_names)} bodies")
     report = inspect_motion(clip, robot_mjcf=robot_mjcf)
     for warning in report.warnings:
         typer.echo(f"warning: {warning}", err=True)
     if report.warnings:
-        typer.echo(f"details: unilab motion inspect {out}", err=True)
+        typer.echo(f"details: unilab motion inspect {out_path}", err=True)
 
 
 @motion_app.command("inspect", cls=HelpCommand)
@@ -91,6 +137,7 @@ def motion_inspect(
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
     fps: Optional[float] = typer.Option(None, "--fps", help="frame rate of a source file (as for import)"),
     joint_order: Optional[str] = typer.Option(None, "--joint-order", help="as for import"),
+    quat_order: Optional[str] = typer.Option(None, "--quat-order", help="as for import"),
     robot_mjcf: Optional[str] = typer.Option(
         None, "--robot-mjcf", help="G1 MJCF to check on (default: the built-in G1)"
     ),
@@ -115,7 +162,8 @@ def motion_inspect(
     from unilab.motion.inspect import inspect_motion, load_for_inspection, render_clip
 
     try:
-        clip, layout = load_for_inspection(path, fps=fps, joint_order=joint_order, robot_mjcf=robot_mjcf)
+        clip, layout = load_for_inspection(path, fps=fps, joint_order=joint_order, robot_mjcf=robot_mjcf,
+                                           quat_order=quat_order)
         report = inspect_motion(clip, robot_mjcf=robot_mjcf, layout=layout)
     except MotionFormatError as exc:
         _fail(str(exc))
@@ -139,7 +187,7 @@ def motion_record(
     commands: str = typer.Option(
         ..., "--commands", help="command script: YAML/JSON segments (duration, vx, vy, yaw_rate) or CSV rows"
     ),
-    out: str = typer.Option(..., "--out", "-o", help="npz to write"),
+    out: str = typer.Option(..., "--out", "-o", help="npz to write (ends in .npz; a missing folder is created)"),
     checkpoint: Optional[str] = typer.Option(None, "--checkpoint", help="checkpoint in the run (default: model_last.pt)"),
     settle: float = typer.Option(1.0, "--settle", help="s of standing after the reset before recording starts"),
     lift_feet: bool = typer.Option(
@@ -163,6 +211,7 @@ def motion_record(
     from unilab.motion.record import RecordError, read_command_script, record
     from unilab.train import UserError
 
+    out_path = _out_path(out)
     try:
         segments = read_command_script(commands)
         rec = record(run, segments, checkpoint=checkpoint, log_dir=log_dir, overrides=overrides or [],
@@ -171,12 +220,12 @@ def motion_record(
         _fail(str(exc))
     except RecordError as exc:
         _fail(str(exc), 1)
-    rec.save(out)
+    _write_npz(out_path, rec.save)
     clip = rec.clip
     typer.echo(f"recorded {rec.run_dir / rec.checkpoint.name}: {len(segments)} segments")
     if rec.lift is not None:
         typer.echo(f"  note: {lift_note(rec.lift)}")
-    typer.echo(f"wrote {out}: {clip.num_frames} frames at {clip.fps:g} fps ({clip.duration_s:.2f} s), "
+    typer.echo(f"wrote {out_path}: {clip.num_frames} frames at {clip.fps:g} fps ({clip.duration_s:.2f} s), "
                f"{len(clip.joint_names)} joints, {len(clip.body_names)} bodies")
     for warning in inspect_motion(clip).warnings:
         typer.echo(f"warning: {warning}", err=True)

@@ -28,7 +28,7 @@ import os
 import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import BinaryIO, Mapping, Sequence
 
 import numpy as np
 
@@ -111,9 +111,14 @@ class MotionClip:
             body_ang_vel_w=self.body_ang_vel_w[:, bidx],
         )
 
-    def save(self, path: str | os.PathLike[str], **extra: np.ndarray) -> None:
+    def save(self, path: str | os.PathLike[str] | BinaryIO, **extra: np.ndarray) -> None:
         """Write the clip as a compressed npz (float32 arrays, names as unicode arrays), plus the
-        arrays of ``extra`` as given (e.g. a recording's ``command_vel``)."""
+        arrays of ``extra`` as given (e.g. a recording's ``command_vel``).
+
+        Args:
+            path: a file name (numpy appends ``.npz`` to one without that suffix) or a binary
+                file object (written as is).
+        """
         np.savez_compressed(
             path,
             fps=np.array([self.fps], dtype=np.float32),

@@ -27,6 +27,10 @@ MuJoCo orders it depth-first. Such a file is refused unless ``--joint-order`` na
 ``isaaclab`` (breadth-first over the G1 tree, :func:`breadth_first_joint_order`), or the names
 themselves (comma-separated, or ``@FILE`` with one name per line).
 
+The root quaternion is read in the layout's order unless ``--quat-order`` says otherwise; one far
+from unit norm, or one that looks stored in the other order (upside down as read, upright the other
+way), is refused (:func:`unilab.motion.kinematics.root_quat_wxyz`).
+
 Whatever the layout, the stored body poses are not trusted: the clip's bodies, joint velocities
 and body velocities are recomputed from the root and joint trajectory by
 :func:`unilab.motion.kinematics.fk_motion` on the model the env simulates, and where the file
@@ -35,6 +39,7 @@ has named body positions the largest difference to ours is reported.
 
 from __future__ import annotations
 
+import difflib
 import os
 import zipfile
 from collections import deque
@@ -46,7 +51,7 @@ import mujoco
 import numpy as np
 
 from unilab.motion.clip import MotionClip, MotionFormatError
-from unilab.motion.kinematics import fk_motion, lift_feet as lift_feet_qpos, resample_qpos
+from unilab.motion.kinematics import fk_motion, lift_feet as lift_feet_qpos, resample_qpos, root_quat_wxyz
 from unilab.motion.lafan import CSV_FPS, read_lafan_csv
 from unilab.robots import g1
 
@@ -172,22 +177,36 @@ def _joint_columns(
         (column of each of G1_JOINT_NAMES, the file's joint names the G1 does not have).
 
     Raises:
-        MotionFormatError: a count that does not match the columns, duplicates, missing joints.
+        MotionFormatError: a count that does not match the columns, a name given twice (named),
+            missing G1 joints (named, with the names the G1 does not have, each with the missing
+            joint it is close to, e.g. a misspelling).
     """
+    names = list(names)
     if len(names) != ncols:
         raise MotionFormatError(
             path, "joint_names", f"{source} names {len(names)} joints, expected one per joint column ({ncols})"
         )
-    if len(set(names)) != len(names):
-        raise MotionFormatError(path, "joint_names", f"{source} names a joint twice")
-    missing = [n for n in g1.G1_JOINT_NAMES if n not in names]
-    if missing:
+    twice = list(dict.fromkeys(n for n in names if names.count(n) > 1))
+    if twice:
         raise MotionFormatError(
-            path, "joint_names", f"{source} lacks the G1 joints {missing}; expected all of "
+            path, "joint_names", f"{source} names {', '.join(map(repr, twice))} more than once; expected each "
+            f"joint once (one name per joint column)",
+        )  # fmt: skip
+    missing = [n for n in g1.G1_JOINT_NAMES if n not in names]
+    extra = [n for n in names if n not in g1.G1_JOINT_NAMES]
+    if missing:
+        unknown = ""
+        if extra:
+            described = []
+            for n in extra:
+                close = difflib.get_close_matches(n, missing, n=1, cutoff=0.6)
+                described.append(f"{n!r} (close to {close[0]!r})" if close else repr(n))
+            unknown = f", and names joints the G1 does not have: {', '.join(described)}"
+        raise MotionFormatError(
+            path, "joint_names", f"{source} lacks the G1 joints {missing}{unknown}; expected all of "
             f"{len(g1.G1_JOINT_NAMES)} G1 joints by name (extra joints are ignored)",
         )
-    extra = [n for n in names if n not in g1.G1_JOINT_NAMES]
-    return [list(names).index(n) for n in g1.G1_JOINT_NAMES], extra
+    return [names.index(n) for n in g1.G1_JOINT_NAMES], extra
 
 
 def _unknown_order(path: Path, what: str) -> MotionFormatError:
@@ -302,7 +321,8 @@ def _npz_fps(path: Path, data, fps: float | None, notes: list[str]) -> float:
 
 
 def read_source(
-    path: str | os.PathLike[str], *, fps: float | None = None, joint_order: str | None = None
+    path: str | os.PathLike[str], *, fps: float | None = None, joint_order: str | None = None,
+    quat_order: str | None = None,
 ) -> SourceMotion:
     """Read a motion file of any :data:`LAYOUTS` into a root-and-joint trajectory.
 
@@ -311,10 +331,14 @@ def read_source(
         fps: its frame rate; default: the npz's ``fps``, or 30 for a CSV.
         joint_order: ``--joint-order`` (:func:`resolve_joint_order`); needed for an npz without
             ``joint_names``, and overrides the CSV's Unitree order.
+        quat_order: ``--quat-order``, the order the file's root quaternion is stored in: ``xyzw``
+            or ``wxyz``; default the layout's (CSV xyzw, npz wxyz).
 
     Raises:
         MotionFormatError: naming the file, the key and what was expected; a file whose joint
-            order is unknown names ``--joint-order``.
+            order is unknown names ``--joint-order``; a root quaternion far from unit norm or
+            that looks stored in the other order names ``--quat-order``
+            (:func:`unilab.motion.kinematics.root_quat_wxyz`).
     """
     path = Path(path)
     layout = detect_layout(path)
@@ -323,7 +347,7 @@ def read_source(
     order = resolve_joint_order(joint_order, path) if joint_order else None
     notes: list[str] = []
     if layout == "lafan_csv":
-        rows = read_lafan_csv(path)  # quaternion already wxyz
+        rows = read_lafan_csv(path, quat_order or "xyzw")  # quaternion already unit wxyz
         if order:
             names, source = order, "--joint-order"
         else:
@@ -377,12 +401,9 @@ def read_source(
             root_pos, root_quat, joints = body_pos[:, root], body_quat[:, root], joint_pos
     cols, extra = _joint_columns(path, names, source, joints.shape[1])
     _note_extra(notes, extra)
-    norms = np.linalg.norm(root_quat, axis=1)
-    if norms.min() < 1e-6:
-        raise MotionFormatError(
-            path, "root quaternion", f"expected non-zero quaternions (wxyz), frame {int(norms.argmin())} is zero"
-        )
-    qpos = np.concatenate((root_pos, root_quat / norms[:, None], joints[:, cols]), axis=1)
+    root_quat = root_quat_wxyz(root_quat, quat_order or "wxyz", path=path, key="root quaternion",
+                               where=lambda i: f"frame {i}", layout_order="wxyz")
+    qpos = np.concatenate((root_pos, root_quat, joints[:, cols]), axis=1)
     stored = {}
     if (body_pos is not None and body_names is not None and body_pos.ndim == 3
             and body_pos.shape[0] == qpos.shape[0] and len(body_names) == body_pos.shape[1]):
@@ -425,6 +446,7 @@ def import_motion(
     z_offset: float = 0.0,
     frames: str | None = None,
     lift_feet: bool = False,
+    quat_order: str | None = None,
 ) -> ImportResult:
     """Read a motion file of any layout, resample it and recompute its bodies on the G1.
 
@@ -438,6 +460,7 @@ def import_motion(
         frames: ``START:END`` of the output frames to keep (:func:`parse_frames`).
         lift_feet: after the above, raise the root of each frame whose soles go into the floor by
             that depth (:func:`unilab.motion.kinematics.lift_feet`; a note says where and how much).
+        quat_order: the order of the file's root quaternion (see :func:`read_source`).
 
     Returns:
         The :class:`ImportResult`; ``clip`` is checked for shapes and values, not yet against the
@@ -450,7 +473,7 @@ def import_motion(
         raise MotionFormatError(path, "--out-fps", f"expected a positive frame rate, got {out_fps}")
     if not np.isfinite(z_offset):
         raise MotionFormatError(path, "--z-offset", f"expected a finite height in m, got {z_offset}")
-    src = read_source(path, fps=fps, joint_order=joint_order)
+    src = read_source(path, fps=fps, joint_order=joint_order, quat_order=quat_order)
     qpos = src.qpos.copy()
     qpos[:, 2] += z_offset
     if abs(src.fps - out_fps) > 1e-9:

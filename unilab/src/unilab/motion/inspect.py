@@ -461,7 +461,7 @@ def _warnings(r: InspectReport) -> list[str]:
 
 def load_for_inspection(
     path: str | os.PathLike[str], *, fps: float | None = None, joint_order: str | None = None,
-    robot_mjcf: str | None = None,
+    robot_mjcf: str | None = None, quat_order: str | None = None,
 ) -> tuple[MotionClip, str | None]:
     """The clip to inspect: a complete clip npz as stored (checked by :func:`load_motion`),
     anything else as ``unilab motion import`` would convert it (at 50 fps).
@@ -482,9 +482,9 @@ def load_for_inspection(
                 complete = all(k in data.files for k in REQUIRED_KEYS)
         except Exception:  # noqa: BLE001 - the importer reports an unreadable file
             complete = False
-    if complete and fps is None and joint_order is None:
+    if complete and fps is None and joint_order is None and quat_order is None:
         return load_motion(path, joint_names=g1.G1_JOINT_NAMES), None
-    result = import_motion(path, fps=fps, joint_order=joint_order, robot_mjcf=robot_mjcf)
+    result = import_motion(path, fps=fps, joint_order=joint_order, robot_mjcf=robot_mjcf, quat_order=quat_order)
     return result.clip, result.layout
 
 

@@ -15,6 +15,8 @@ may put its feet below the ground; neither pose is a reachable reference.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import mujoco
 import numpy as np
 
@@ -200,3 +202,79 @@ def resample_qpos(qpos: np.ndarray, fps_in: float, fps_out: float) -> np.ndarray
     out = (1.0 - s)[:, None] * qpos[i0] + s[:, None] * qpos[i0 + 1]
     out[:, 3:7] = _slerp(qpos[i0, 3:7], qpos[i0 + 1, 3:7], s)
     return out
+
+
+QUAT_ORDERS: tuple[str, ...] = ("xyzw", "wxyz")
+"""Orders a file's root quaternion may be read in (``--quat-order``)."""
+
+QUAT_NORM_TOLERANCE = 1e-2
+"""A root quaternion whose norm differs from 1 by more than this is refused, not normalised: it is
+not a rotation the file meant (a wrong column, a scaled value). Rounding to 4 decimals stays far
+below (at most about 1e-4)."""
+
+
+def root_quat_wxyz(
+    quat: np.ndarray,
+    order: str,
+    *,
+    path: object,
+    key: str,
+    where: Callable[[int], str],
+    layout_order: str,
+) -> np.ndarray:
+    """A file's root quaternions, checked, as unit wxyz.
+
+    Refused: a norm further than :data:`QUAT_NORM_TOLERANCE` from 1, and a quaternion order that
+    looks swapped: the root's up axis (z-component of its body z-axis, ``1 - 2(x² + y²)``) points
+    downward in more than half the frames read in ``order``, and upward in more than half when read
+    in the other order of :data:`QUAT_ORDERS`. For an upright root of heading (yaw) ψ, the wrong
+    reading's up axis has z-component ``-cos ψ`` when wxyz data is read as xyzw, ``cos ψ`` when xyzw
+    data is read as wxyz: the first is caught while the clip faces within 90° of +x (identity
+    ``1,0,0,0`` included), the second while it faces more than 90° away; otherwise the wrong reading
+    is an upright robot turned by a half-turn, which no check on the file alone can tell.
+
+    Args:
+        quat: (T, 4) as stored, in ``order``.
+        order: ``"xyzw"`` or ``"wxyz"``.
+        path, key: the file and the key named in messages.
+        where: frame index -> how a message names it (``"row 3 (line 4)"``, ``"frame 3"``).
+        layout_order: the order the file's layout documents (what a message says it stores).
+
+    Returns:
+        (T, 4) float64 unit quaternions wxyz.
+
+    Raises:
+        MotionFormatError: an unknown ``order`` (key ``--quat-order``), a quaternion far from unit
+            norm (naming the first such frame), or an order that looks swapped (naming both).
+    """
+    if order not in QUAT_ORDERS:
+        raise MotionFormatError(path, "--quat-order", f"expected {' or '.join(QUAT_ORDERS)}, got {order!r}")
+    quat = np.asarray(quat, dtype=np.float64)
+    norms = np.linalg.norm(quat, axis=1)
+    off = np.flatnonzero(np.abs(norms - 1.0) > QUAT_NORM_TOLERANCE)
+    if off.size:
+        i = int(off[0])
+        values = ", ".join(f"{v:g}" for v in quat[i])
+        raise MotionFormatError(
+            path, key, f"expected unit quaternions (|norm - 1| <= {QUAT_NORM_TOLERANCE:g}), {where(i)} has norm "
+            f"{norms[i]:.4g} ({order} {values}); {off.size} of {len(quat)} frames are off",
+        )  # fmt: skip
+    wxyz = quat[:, [3, 0, 1, 2]] if order == "xyzw" else quat
+    other = "wxyz" if order == "xyzw" else "xyzw"
+    swapped = quat[:, [1, 2, 3, 0]] if order == "xyzw" else quat[:, [3, 0, 1, 2]]  # as if stored in `other`
+
+    def up_z(q: np.ndarray) -> np.ndarray:  # q: wxyz; z-component of the body z-axis in the world
+        return 1.0 - 2.0 * (q[:, 1] ** 2 + q[:, 2] ** 2) / np.sum(q**2, axis=1)
+
+    down, up_if_swapped = int(np.sum(up_z(wxyz) < 0.0)), int(np.sum(up_z(swapped) > 0.0))
+    t = len(quat)
+    if 2 * down > t and 2 * up_if_swapped > t:
+        fix = (f"the file format expects {layout_order}: reorder the quaternion columns or pass --quat-order "
+               f"{other}" if order == layout_order else f"drop --quat-order {order} (the file format expects "
+               f"{layout_order})")
+        raise MotionFormatError(
+            path, key, f"the root quaternion looks like {other}, not {order}: read as {order} the robot is upside "
+            f"down (its up axis points down) in {down} of {t} frames, read as {other} it is upright in "
+            f"{up_if_swapped}; {fix}",
+        )  # fmt: skip
+    return wxyz / norms[:, None]

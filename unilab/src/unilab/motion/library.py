@@ -97,8 +97,9 @@ def _read_manifest(path: Path) -> list[tuple[Path, float, str]]:
     """(file, weight, name) per manifest entry.
 
     Raises:
-        MotionFormatError: unreadable, not YAML/JSON, or an entry that does not validate (the
-            key names the entry, e.g. ``clips[2].weight``).
+        MotionFormatError: unreadable, not YAML/JSON, an entry that does not validate (the key
+            names the entry, e.g. ``clips[2].weight``), or an entry's file that does not exist
+            (key ``clips[i].file``).
     """
     try:
         text = path.read_text()
@@ -125,9 +126,14 @@ def _read_manifest(path: Path) -> list[tuple[Path, float, str]]:
             "{clips: [{file: CLIP.npz, weight: W > 0, name: NAME}, ...]}",
         ) from None  # fmt: skip
     out = []
-    for entry in manifest.clips:
+    for i, entry in enumerate(manifest.clips):
         entry = _Entry(file=entry) if isinstance(entry, str) else entry
         file = (path.parent / entry.file).resolve() if not Path(entry.file).is_absolute() else Path(entry.file)
+        if not file.is_file():
+            where = f" ({file}: paths are relative to the manifest's folder)" if str(file) != entry.file else ""
+            what = "is a folder" if file.is_dir() else "does not exist"
+            raise MotionFormatError(path, f"clips[{i}].file", f"{entry.file!r} {what}{where}; expected an "
+                                                              f"existing .npz clip")
         out.append((file, entry.weight, entry.name or file.stem))
     return out
 
@@ -176,11 +182,20 @@ def load_motion_library(
         joint_names, joint_limits, limit_tolerance: checks of each clip (:func:`load_motion`).
 
     Raises:
-        MotionFormatError: the first problem, naming the file (clip or manifest) and the key.
+        MotionFormatError: the first problem, naming the file (clip or manifest) and the key; a
+            bad clip of a manifest names the manifest and the entry (key ``clips[i]``) before the
+            clip's own message.
     """
     clips, infos = [], []
+    manifest = Path(path).is_file() and Path(path).suffix.lower() in MANIFEST_SUFFIXES
     for i, (file, weight, name) in enumerate(library_entries(path)):
-        clip = load_motion(file, joint_names=joint_names, joint_limits=joint_limits, limit_tolerance=limit_tolerance)
+        try:
+            clip = load_motion(file, joint_names=joint_names, joint_limits=joint_limits,
+                               limit_tolerance=limit_tolerance)
+        except MotionFormatError as exc:
+            if not manifest:
+                raise
+            raise MotionFormatError(path, f"clips[{i}]", str(exc)) from None
         clips.append(clip)
         infos.append(ClipInfo(i, name, clip.num_frames, clip.fps, weight, str(file)))
     return MotionLibrary(tuple(clips), tuple(infos), str(path))

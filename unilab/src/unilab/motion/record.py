@@ -38,7 +38,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import BinaryIO, Sequence
 
 import numpy as np
 import torch
@@ -136,7 +136,7 @@ class Recording:
     checkpoint: Path
     lift: np.ndarray | None = None
 
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str] | BinaryIO) -> None:
         """The clip npz (float32) plus ``command_vel``."""
         self.clip.save(path, command_vel=self.command_vel.astype(np.float32))
 

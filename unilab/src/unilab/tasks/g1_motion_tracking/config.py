@@ -7,6 +7,7 @@ tracking_env_cfg.py``, ``config/g1/env_cfgs.py``).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -16,9 +17,27 @@ from unilab.config import MAX_PUSH_ANG_VEL, MAX_PUSH_LIN_VEL, absolute_path
 SHIPPED = "shipped"
 """``env.motion.file`` value that names every clip shipped with the task."""
 
-MotionPath = Annotated[str, AfterValidator(lambda v: v if v == SHIPPED else absolute_path(v))]
+SHIPPED_MOTIONS = Path(__file__).parent / "motions"
+"""The shipped motion set: every clip in this folder (``env.motion.file=shipped``)."""
+
+
+def shipped_clip_names() -> list[str]:
+    """Names (file stems) of the clips in :data:`SHIPPED_MOTIONS`, sorted."""
+    return sorted(p.stem for p in SHIPPED_MOTIONS.glob("*.npz"))
+
+
+def _motion_path(value: str) -> str:
+    """:data:`SHIPPED` and a shipped clip's bare name (``squat``) as given, unless a file or folder
+    of that name is in the working directory; any other value made absolute."""
+    if value == SHIPPED or (value in shipped_clip_names() and not Path(value).exists()):
+        return value
+    return absolute_path(value)
+
+
+MotionPath = Annotated[str, AfterValidator(_motion_path)]
 """``env.motion.file``: stored absolute (a relative path is taken from the working directory of the
-command that set it), except the name :data:`SHIPPED`."""
+command that set it), except the name :data:`SHIPPED` and a shipped clip's name
+(:func:`shipped_clip_names`) that names nothing in the working directory."""
 
 
 class MotionConfig(BaseModel):
@@ -28,8 +47,8 @@ class MotionConfig(BaseModel):
     file: MotionPath | None = Field(
         None,
         description="motion npz (unilab motion import), a folder of npz, a manifest (.yaml/.json: clips "
-        "with optional weights), or 'shipped' (every clip shipped with the task); stored absolute; default: "
-        "the task's default clip",
+        "with optional weights), 'shipped' (every clip shipped with the task) or a shipped clip's name "
+        "(e.g. squat); paths stored absolute; default: the task's default clip",
     )
     sampling: Literal["adaptive", "uniform", "start"] = Field(
         "adaptive", description="starts (clip, time): adaptive (failure-weighted bins over all clips), "
