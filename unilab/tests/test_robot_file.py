@@ -174,12 +174,12 @@ def test_file_drives_are_kept_and_scale_the_actions(meshed):
 def test_file_action_scales_far_from_the_projects_are_a_warning_in_the_report(meshed):
     """kp 500 on every joint gives 0.029-0.2 x the project's rad per action unit: the action box
     reaches ±646 units (±21.7 with the project's scale) and action_rate_l2 weighs the same joint
-    motion up to 1231 x as much; the report says so, and play, export and eval print it too."""
+    motion 25.5-1231 x as much; the report says so, and play, export and eval print it too."""
     report = build_scene(G1, mjcf=meshed, actuators="file").report
     (line,) = [c for c in report.changes if c.startswith("warning: action scale:")]
     assert "0.0285-0.198 x the project's rad per action unit on 29 of 29 joints (outside 0.5-2 x" in line
     assert "the action box reaches ±646 action units (±21.7 with the project's scale)" in line
-    assert "action_rate_l2" in line and "up to 1231 x as much" in line and "robot.actuators=project" in line
+    assert "action_rate_l2" in line and "25.5-1231 x as much" in line and "robot.actuators=project" in line
     assert not any("action scale" in c for c in build_scene(G1, mjcf=meshed, actuators="project").report.changes)
 
 
@@ -195,7 +195,9 @@ def test_the_action_scale_warning_needs_a_joint_outside_the_documented_range():
     line = action_scale_warning(model, G1, one_off, project)
     assert line.startswith("warning: action scale: the file's drives give 0.4-0.4 x the project's rad per action "
                            "unit on 1 of 29 joints (outside 0.5-2 x; 'left_knee_joint'")
-    assert "up to 6.25 x as much" in line
+    assert "weigh the same joint motion 6.25 x as much" in line
+    stiffer = dict(project, left_knee_joint=project["left_knee_joint"] * 3.0)  # a larger scale: penalties weigh less
+    assert "weigh the same joint motion 0.111 x as much" in action_scale_warning(model, G1, stiffer, project)
 
 
 def _edited(meshed: Path, tmp_path: Path, old: str, new: str, count: int = 1) -> Path:

@@ -712,7 +712,7 @@ def action_scale_warning(model: mujoco.MjModel, robot: RobotDescription, scale: 
     (the largest bound in action units, ``max(|lower - default|, |upper - default|) / scale`` with
     ``model``'s joint ranges and ``robot``'s default pose, against the project's scale's) and what
     it affects: ``action_rate_l2`` and other terms on actions in action units weigh the same joint
-    motion ``(1 / ratio)^2`` as much.
+    motion ``(1 / ratio)^2`` as much (more for a smaller scale, less for a larger one).
     """
     lo_ok, hi_ok = ACTION_SCALE_RATIO_RANGE
     ratios = {j: scale[j] / project[j] for j in robot.joint_names}
@@ -733,14 +733,17 @@ def action_scale_warning(model: mujoco.MjModel, robot: RobotDescription, scale: 
         return f"{x:.0f}" if x >= 100 else f"{x:.3g}"
 
     lo, hi = min(ratios[j] for j in outside), max(ratios[j] for j in outside)
+    # a joint motion of d rad is d / scale action units: a penalty on them scales with 1 / ratio^2
+    least, most = 1.0 / hi**2, 1.0 / lo**2
+    weigh = f"{num(most)} x as much" if lo == hi else f"{num(least)}-{num(most)} x as much"
     worst = max(outside, key=lambda j: max(ratios[j], 1.0 / ratios[j]))
     return (
         f"warning: action scale: the file's drives give {lo:.3g}-{hi:.3g} x the project's rad per action "
         f"unit on {len(outside)} of {len(ratios)} joints (outside {lo_ok:g}-{hi_ok:g} x; {worst!r}: "
         f"{scale[worst]:.3g} rad against {project[worst]:.3g}); the action box reaches "
         f"±{num(box(scale))} action units (±{num(box(project))} with the project's scale), and penalties on "
-        f"actions in action units (action_rate_l2) weigh the same joint motion up to "
-        f"{num(max(1.0 / lo, hi) ** 2)} x as much: the task's rewards were tuned for the project's scale; "
+        f"actions in action units (action_rate_l2) weigh the same joint motion {weigh}: the task's rewards "
+        f"were tuned for the project's scale; "
         f"robot.actuators=project trains with the project's drives"
     )
 
