@@ -148,9 +148,10 @@ def motion_inspect(
     height: int = typer.Option(480, "--height", help="video frame height, pixels (even)"),
 ) -> None:
     """Check a clip on the simulated G1: floor penetration and floating, self-collision on the
-    collision model, joint and root speeds, joint limits; warnings say what to do. With
-    `--video`, also render the clip frame by frame on the G1 from the tracking camera (25 fps for
-    a 50 fps clip), to look at before training.
+    collision model, joint and root speeds, joint limits; warnings say what to do.
+
+    With `--video`, also render the clip frame by frame on the G1 from the tracking camera (25 fps
+    for a 50 fps clip), to look at before training.
 
     A file that is not a complete clip npz is inspected as `unilab motion import` would write it.
     Exit 2 when the file cannot be read as a clip for the G1, or the video cannot be written.
