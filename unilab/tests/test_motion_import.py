@@ -325,3 +325,18 @@ def test_docs_list_the_unitree_order_as_the_code_has_it(tmp_path):
     (tmp_path / "order.txt").write_text(block)
     assert resolve_joint_order(f"@{tmp_path / 'order.txt'}") == g1.G1_JOINT_NAMES
     assert resolve_joint_order(block.replace("\n", "")) == g1.G1_JOINT_NAMES
+
+
+def test_the_other_order_is_only_suggested_where_it_stands_the_robot_up():
+    """The swap check reads the file in the other order as that order stores it: a root upside down
+    either way is not called swapped, one upright the other way is."""
+    from unilab.motion.kinematics import root_quat_wxyz
+
+    def read(q, order):
+        return root_quat_wxyz(np.tile(q, (4, 1)), order, path="clip.csv", key="root quaternion",
+                              where=lambda i: f"row {i}", layout_order="xyzw")
+
+    upside_down_both_ways = np.array([-0.446, -0.802, -0.395, 0.026])  # xyzw: up z -0.69; as wxyz: -0.60
+    assert read(upside_down_both_ways, "xyzw").shape == (4, 4)
+    with pytest.raises(MotionFormatError, match="looks like wxyz, not xyzw"):
+        read(np.array([1.0, 0.0, 0.0, 0.0]), "xyzw")  # identity written wxyz

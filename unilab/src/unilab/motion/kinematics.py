@@ -261,7 +261,7 @@ def root_quat_wxyz(
         )  # fmt: skip
     wxyz = quat[:, [3, 0, 1, 2]] if order == "xyzw" else quat
     other = "wxyz" if order == "xyzw" else "xyzw"
-    swapped = quat[:, [1, 2, 3, 0]] if order == "xyzw" else quat[:, [3, 0, 1, 2]]  # as if stored in `other`
+    swapped = quat if order == "xyzw" else quat[:, [3, 0, 1, 2]]  # wxyz as if stored in `other`
 
     def up_z(q: np.ndarray) -> np.ndarray:  # q: wxyz; z-component of the body z-axis in the world
         return 1.0 - 2.0 * (q[:, 1] ** 2 + q[:, 2] ** 2) / np.sum(q**2, axis=1)
