@@ -81,3 +81,14 @@ def test_a_penalty_exempt_twice_is_one_error_line():
         "'ang_vel_xy']; expected each penalty once"], result.stderr
     ok = config("--algo", "sac", "--task", "g1_walk_flat", "env.penalty_curriculum.exempt=[ang_vel_xy,foot_slip]")
     assert ok.returncode == 0, ok.stderr
+
+
+def test_a_penalty_both_exempt_and_late_is_one_error_line():
+    result = config("--algo", "sac", "--task", "g1_walk_flat", "env.penalty_curriculum.exempt=[ang_vel_xy]",
+                    "env.penalty_curriculum.late=[ang_vel_xy]")
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    assert [ln for ln in result.stderr.splitlines() if ln.strip()] == [
+        "error: invalid env: env.penalty_curriculum.late: 'ang_vel_xy' is also in env.penalty_curriculum.exempt; "
+        "expected a penalty either at full weight from the start (exempt) or from zero (late)"], result.stderr
+    ok = config("--algo", "sac", "--task", "g1_walk_flat", "env.penalty_curriculum.late=[ang_vel_xy]")
+    assert ok.returncode == 0, ok.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from unilab.envs.managers import PenaltyCurriculum
+from unilab.envs.managers import PenaltyCurriculum, RewardManager
 from unilab.tasks.g1_walk_flat import G1WalkFlatConfig, make_env
 from unisim.backends.mujoco import MujocoBackend
 
@@ -109,3 +109,60 @@ def test_exempt_penalty_keeps_full_weight_while_the_others_are_scaled():
 def test_exempt_refuses_what_is_not_a_penalty(name, why):
     with pytest.raises(ValueError, match=f"'{name}' \\({why}\\) is not a penalty"):
         G1WalkFlatConfig(penalty_curriculum={"exempt": [name]})
+
+
+def test_late_factor_is_zero_at_the_start_and_one_at_full_scale():
+    c = PenaltyCurriculum(initial=0.1, min_scale=0.1, max_scale=1.0, late=("ang_vel_xy",))
+    assert c.late_factor(0.1) == 0.0
+    assert c.late_factor(0.55) == pytest.approx(0.5)
+    assert c.late_factor(1.0) == 1.0
+    assert c.late_factor(0.0) == 0.0  # below the start: still off
+    assert PenaltyCurriculum(initial=1.0, max_scale=1.0).late_factor(1.0) == 1.0  # no span: on at full scale
+
+
+def test_late_penalty_starts_at_zero_and_reaches_full_weight_with_the_others():
+    plain = _env(penalty_curriculum={"enabled": False})
+    env = _env(penalty_curriculum={"enabled": True, "initial": 0.1, "step": 0.45, "late": ["ang_vel_xy"]})
+    try:
+        rm, base = env.reward_manager, plain.reward_manager
+        col = rm.names.index("ang_vel_xy")
+        others = (base._scale < 0).clone()
+        others[col] = False
+        assert others.any()
+        assert rm._scale[col] == 0.0  # off at the start, while the other penalties count at 0.1
+        torch.testing.assert_close(rm._scale[others], base._scale[others] * 0.1)
+        env.reset()
+        env.step(torch.zeros(4, env.num_actions))
+        assert (rm.episode_sums[:, col] == 0).all()  # nothing charged while off
+        env.episode_length[:] = 800  # long episodes: scale 0.1 -> 0.55 -> 1.0
+        rm.reset(torch.arange(4))
+        torch.testing.assert_close(rm._scale[col], base._scale[col] * 0.5)
+        torch.testing.assert_close(rm._scale[others], base._scale[others] * 0.55)
+        env.episode_length[:] = 800
+        rm.reset(torch.arange(4))
+        torch.testing.assert_close(rm._scale[col], base._scale[col])  # full weight with the others
+        torch.testing.assert_close(rm._scale[others], base._scale[others])
+    finally:
+        env.close()
+        plain.close()
+
+
+@pytest.mark.parametrize("name, why", [("alive", "weight 1"), ("no_such", "no such reward")])
+def test_late_refuses_what_is_not_a_penalty(name, why):
+    with pytest.raises(ValueError, match=f"late: '{name}' \\({why}\\) is not a penalty"):
+        G1WalkFlatConfig(penalty_curriculum={"late": [name]})
+
+
+def test_a_penalty_both_exempt_and_late_is_refused():
+    with pytest.raises(ValueError, match="late: 'ang_vel_xy' is also in env.penalty_curriculum.exempt"):
+        G1WalkFlatConfig(penalty_curriculum={"late": ["ang_vel_xy"], "exempt": ["ang_vel_xy"]})
+    # the manager refuses the same for a curriculum built without the config
+    env = _env()
+    try:
+        c = PenaltyCurriculum(exempt=("ang_vel_xy",), late=("ang_vel_xy",))
+        with pytest.raises(ValueError, match="both exempt and late"):
+            RewardManager(env, env.reward_manager.terms, curriculum=c)
+        with pytest.raises(ValueError, match=r"late=\['alive'\]: \['alive'\] not among the penalties"):
+            RewardManager(env, env.reward_manager.terms, curriculum=PenaltyCurriculum(late=("alive",)))
+    finally:
+        env.close()

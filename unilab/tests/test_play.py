@@ -108,6 +108,9 @@ def test_the_reward_legend_names_the_penalties_the_curriculum_leaves_alone(run_d
     assert legend([]).endswith("penalties also x the penalty curriculum's scale):")
     assert legend(["env.penalty_curriculum.exempt=[ang_vel_xy,foot_slip]"]).endswith(
         "penalties also x the penalty curriculum's scale, except the exempt ang_vel_xy, foot_slip):")
+    assert legend(["env.penalty_curriculum.late=[ang_vel_xy]"]).endswith(
+        "penalties also x the penalty curriculum's scale, except the late ang_vel_xy x (scale - initial) "
+        "/ (1 - initial)):")
 
 
 def test_fps_must_divide_the_control_rate(run_dir):

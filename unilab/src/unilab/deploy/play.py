@@ -48,6 +48,7 @@ class PlayResult:
         terminations: term -> times it fired during the rollout.
         penalty_exempt: the penalties the env's penalty curriculum leaves at full weight
             (``env.penalty_curriculum.exempt``); empty without a curriculum.
+        penalty_late: the penalties the curriculum starts at zero (``env.penalty_curriculum.late``).
     """
 
     run_dir: Path
@@ -67,6 +68,7 @@ class PlayResult:
     reward_terms: dict[str, dict[str, float | None]] = field(default_factory=dict)
     terminations: dict[str, int] = field(default_factory=dict)
     penalty_exempt: tuple[str, ...] = ()
+    penalty_late: tuple[str, ...] = ()
 
     def summary(self) -> dict[str, Any]:
         """The JSON-able ``play`` entry of ``run_summary.json`` (docs/play_export.md)."""
@@ -108,6 +110,8 @@ class PlayResult:
             out.append(f"settings: {' '.join(self.overrides)}")
         if self.reward_terms:
             exempt = f", except the exempt {', '.join(self.penalty_exempt)}" if self.penalty_exempt else ""
+            if self.penalty_late:
+                exempt += f"{',' if exempt else ', except'} the late {', '.join(self.penalty_late)} x (scale - initial) / (1 - initial)"
             out.append("reward terms, mean per env step (value of the term; reward = weight x value x step_dt, "
                        f"penalties also x the penalty curriculum's scale{exempt}):")
             width = max(len(name) for name in self.reward_terms)
@@ -221,6 +225,7 @@ def play(
         reward_terms=rec.reward_terms,
         terminations=rec.terminations,
         penalty_exempt=tuple(getattr(curriculum, "exempt", ())),
+        penalty_late=tuple(getattr(curriculum, "late", ())),
     )
     if record_video:
         path = Path(video) if video else default_video_path(loaded.run_dir, loaded.iteration)

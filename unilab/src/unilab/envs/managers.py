@@ -226,6 +226,10 @@ class PenaltyCurriculum:
         exempt: names of negative-weight reward terms that always count at full weight (e.g. a
             roll/pitch-rate penalty that stands in for what a coupled tracking kernel, itself never
             scaled, would charge from the first step).
+        late: names of negative-weight reward terms that start at zero weight and reach full
+            weight with the others: factor (scale - initial) / (max_scale - initial), clamped to
+            [0, 1] (see :meth:`late_factor`). For a penalty that charges the stumbling that comes
+            before a gait (a roll/pitch rate), so that it shapes the gait once one exists.
     """
 
     initial: float = 0.1
@@ -235,6 +239,15 @@ class PenaltyCurriculum:
     down_length_s: float = 3.0
     step: float = 0.01
     exempt: tuple[str, ...] = ()
+    late: tuple[str, ...] = ()
+
+    def late_factor(self, scale: float) -> float:
+        """The factor of the :attr:`late` terms at penalty scale ``scale``: 0 at :attr:`initial`
+        (and below), 1 at :attr:`max_scale`, linear between."""
+        span = self.max_scale - self.initial
+        if span <= 0.0:
+            return 1.0 if scale >= self.max_scale else 0.0
+        return min(1.0, max(0.0, (scale - self.initial) / span))
 
     def next_scale(self, scale: float, mean_length_s: float) -> float:
         """The scale after episodes of mean length ``mean_length_s`` (s) ended."""
@@ -251,10 +264,12 @@ class RewardManager:
     Terms with weight 0 are not evaluated. A non-finite term value counts as 0. With a
     :class:`PenaltyCurriculum`, every negative-weight term is further multiplied by
     :attr:`penalty_scale`, which the curriculum moves each time episodes end (logged as
-    ``Curriculum/penalty_scale``), except the terms the curriculum names in ``exempt``.
+    ``Curriculum/penalty_scale``), except the terms the curriculum names in ``exempt`` (factor 1)
+    and in ``late`` (factor :meth:`PenaltyCurriculum.late_factor`, 0 at the start).
 
     Raises:
-        ValueError: ``curriculum.exempt`` names a term that is not an evaluated negative-weight term.
+        ValueError: ``curriculum.exempt`` or ``curriculum.late`` names a term that is not an
+            evaluated negative-weight term, or one term is named in both.
 
     Attributes:
         names: the evaluated terms, in column order of ``episode_sums``.
@@ -281,17 +296,23 @@ class RewardManager:
             [t.weight * env.step_dt for t in self.terms.values()], device=env.device
         )
         exempt = curriculum.exempt if curriculum is not None else ()
+        late = curriculum.late if curriculum is not None else ()
         penalties = [k for k, t in self.terms.items() if t.weight < 0]
-        unknown = [k for k in exempt if k not in penalties]
-        if unknown:
-            raise ValueError(
-                f"penalty curriculum exempt={list(exempt)}: {unknown} not among the penalties "
-                f"(negative-weight terms) {penalties}"
-            )
+        for key, names in (("exempt", exempt), ("late", late)):
+            unknown = [k for k in names if k not in penalties]
+            if unknown:
+                raise ValueError(
+                    f"penalty curriculum {key}={list(names)}: {unknown} not among the penalties "
+                    f"(negative-weight terms) {penalties}"
+                )
+        both = [k for k in late if k in exempt]
+        if both:
+            raise ValueError(f"penalty curriculum: {both} both exempt and late; expected each in one at most")
         self._negative = torch.tensor(
-            [t.weight < 0 and k not in exempt for k, t in self.terms.items()],
+            [t.weight < 0 and k not in exempt and k not in late for k, t in self.terms.items()],
             dtype=torch.bool, device=env.device,
         )
+        self._late = torch.tensor([k in late for k in self.terms], dtype=torch.bool, device=env.device)
         self.curriculum = curriculum
         self.penalty_scale = curriculum.initial if curriculum is not None else 1.0
         self._scale = self._effective_scale()
@@ -301,8 +322,11 @@ class RewardManager:
         self.ended_sums: torch.Tensor | None = None
 
     def _effective_scale(self) -> torch.Tensor:
-        """(T,) weight * step_dt, negative-weight terms (but the exempt) times :attr:`penalty_scale`."""
+        """(T,) weight * step_dt, negative-weight terms (but the exempt) times :attr:`penalty_scale`,
+        the late ones times :meth:`PenaltyCurriculum.late_factor` instead."""
         factor = torch.where(self._negative, self.penalty_scale, 1.0)
+        if self.curriculum is not None and self.curriculum.late:
+            factor = torch.where(self._late, self.curriculum.late_factor(self.penalty_scale), factor)
         return self._base_scale * factor
 
     def compute(self) -> torch.Tensor:

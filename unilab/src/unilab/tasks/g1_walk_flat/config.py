@@ -314,6 +314,12 @@ class PenaltyCurriculumConfig(BaseModel):
         "e.g. [ang_vel_xy], the roll/pitch-rate penalty that the yaw-only kernel moves out of "
         "the tracking term, which the curriculum never scales",
     )
+    late: list[str] = Field(
+        default_factory=list,
+        description="penalties (env.rewards.* names with a negative weight, each once, none also exempt) "
+        "that start at zero and reach full weight with the others, x (scale - initial) / (1 - initial): "
+        "e.g. [ang_vel_xy], whose charge on the stumbling before a gait delays walking",
+    )
 
 
 class G1WalkFlatConfig(BaseModel):
@@ -366,18 +372,25 @@ class G1WalkFlatConfig(BaseModel):
     def _exempt_names_penalties(self) -> "G1WalkFlatConfig":
         weights = self.rewards.model_dump()
         penalties = [k for k, v in weights.items() if v < 0.0]
-        exempt = self.penalty_curriculum.exempt
-        twice = next((name for i, name in enumerate(exempt) if name in exempt[:i]), None)
-        if twice is not None:
-            raise ValueError(
-                f"env.penalty_curriculum.exempt: {twice!r} is listed {exempt.count(twice)} times in {exempt}; "
-                f"expected each penalty once"
-            )
-        for name in exempt:
-            if name not in penalties:
-                got = "no such reward" if name not in weights else f"weight {weights[name]:g}"
+        for key in ("exempt", "late"):
+            names = getattr(self.penalty_curriculum, key)
+            twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
+            if twice is not None:
                 raise ValueError(
-                    f"env.penalty_curriculum.exempt: {name!r} ({got}) is not a penalty; "
-                    f"expected names of negative-weight env.rewards: {penalties}"
+                    f"env.penalty_curriculum.{key}: {twice!r} is listed {names.count(twice)} times in {names}; "
+                    f"expected each penalty once"
                 )
+            for name in names:
+                if name not in penalties:
+                    got = "no such reward" if name not in weights else f"weight {weights[name]:g}"
+                    raise ValueError(
+                        f"env.penalty_curriculum.{key}: {name!r} ({got}) is not a penalty; "
+                        f"expected names of negative-weight env.rewards: {penalties}"
+                    )
+        both = [name for name in self.penalty_curriculum.late if name in self.penalty_curriculum.exempt]
+        if both:
+            raise ValueError(
+                f"env.penalty_curriculum.late: {both[0]!r} is also in env.penalty_curriculum.exempt; "
+                f"expected a penalty either at full weight from the start (exempt) or from zero (late)"
+            )
         return self
