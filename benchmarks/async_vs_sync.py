@@ -80,6 +80,7 @@ import argparse
 import functools
 import json
 import time
+from pathlib import Path
 
 import torch
 
@@ -126,7 +127,7 @@ def main() -> None:
                              "print both and the new/old ratios")
     args = parser.parse_args()
     if args.ab:
-        return ab(args)
+        return ab(args, parser)
     from unilab.build import prepare
 
     algo_reg, task_reg, backend_reg, cfg = prepare(
@@ -360,36 +361,88 @@ def report(results: dict, order: list[str], iterations: int) -> None:
             print(f"{num} / {den} = {rates[num] / rates[den]:.3f}{target}")
 
 
-def ab(args) -> None:
+def _options_of(script: Path) -> set[str]:
+    """The ``--options`` that ``script --help`` lists (another checkout's copy of this benchmark)."""
+    import re
+    import subprocess
+    import sys
+
+    text = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True,
+                          check=True).stdout
+    return set(re.findall(r"(--[a-z][a-z0-9-]*)", text))
+
+
+def _argv_for(argv: list[str], known: set[str], parser: argparse.ArgumentParser) -> tuple[list[str], list[str]]:
+    """``argv`` without the options outside ``known`` (each with its value): (kept, dropped)."""
+    takes_value = {o for a in parser._actions for o in a.option_strings if a.nargs != 0}
+    kept, dropped, i = [], [], 0
+    while i < len(argv):
+        token = argv[i]
+        name = token.split("=", 1)[0]
+        n = 2 if name in takes_value and "=" not in token else 1
+        (kept if not token.startswith("--") or name in known else dropped).extend(argv[i:i + n])
+        i += n
+    return kept, dropped
+
+
+def _cell(rate: float | None) -> str:
+    return f"{rate:10.1f}" if rate else f"{'-':>10s}"
+
+
+def ab(args, parser: argparse.ArgumentParser) -> None:
     """Run this benchmark on the checkout ``args.ab`` (old) and on this one (new), each in a child
-    process with that checkout's ``src`` folders first on ``PYTHONPATH``; print both and new/old."""
+    process with that checkout's ``src`` folders first on ``PYTHONPATH``; print both and new/old.
+
+    Each side runs its own checkout's copy of this script (``benchmarks/async_vs_sync.py``), so an
+    older checkout is measured with the code it shipped (this copy imports modules it may lack);
+    options the older copy does not list in ``--help`` are left out of its run and named. Rows
+    only one side has print ``-`` for the other, except a single async row on each side, which
+    is one row whatever its name (``async/async_s2``). Its results must be JSON as ``--out`` writes it.
+
+    Raises:
+        SystemExit: ``args.ab`` has no ``benchmarks/async_vs_sync.py``.
+    """
     import os
     import subprocess
     import sys
     import tempfile
-    from pathlib import Path
 
     roots = {"old": Path(args.ab).resolve(), "new": Path(__file__).resolve().parents[1]}
-    argv = [a for a in sys.argv[1:]]
-    i = argv.index("--ab")
-    del argv[i:i + 2]
-    argv = [a for a in argv if not a.startswith("--ab=")]
+    scripts = {label: root / "benchmarks" / "async_vs_sync.py" for label, root in roots.items()}
+    if not scripts["old"].is_file():
+        raise SystemExit(f"error: --ab {args.ab}: no benchmarks/async_vs_sync.py there; expected a checkout of this repository")
+    argv = list(sys.argv[1:])
+    i = argv.index("--ab") if "--ab" in argv else None
+    if i is not None:
+        del argv[i:i + 2]
+    argv = [a for a in argv if not a.startswith("--ab=") and not a.startswith("--out")]
     rates = {}
     with tempfile.TemporaryDirectory() as tmp:
         for label, root in roots.items():
             out = Path(tmp) / f"{label}.json"
             path = os.pathsep.join(str(root / p / "src") for p in ("unilab", "unisim", "unilab_rl", "mjbatch_uni"))
-            print(f"== {label}: {root}", flush=True)
             rest = os.environ.get("PYTHONPATH")  # e.g. where the dependencies were installed
-            subprocess.run([sys.executable, __file__, *argv, "--out", str(out)], check=True,
-                           env={**os.environ, "PYTHONPATH": path + (os.pathsep + rest if rest else "")})
+            env = {**os.environ, "PYTHONPATH": path + (os.pathsep + rest if rest else "")}
+            run_argv = argv
+            if label == "old":
+                run_argv, dropped = _argv_for(argv, _options_of(scripts["old"]), parser)
+                if dropped:
+                    print(f"== old: options its copy lacks, left out: {' '.join(dropped)}", flush=True)
+            print(f"== {label}: {root}", flush=True)
+            subprocess.run([sys.executable, str(scripts[label]), *run_argv, "--out", str(out)], check=True, env=env)
             rates[label] = _rates(json.loads(out.read_text()))
-    print(f"\n{'env steps/s':18s} {'old':>10s} {'new':>10s} {'new/old':>8s}")
-    for key in rates["new"]:
-        o, n = rates["old"].get(key), rates["new"][key]
-        if o and n:
-            print(f"{key:18s} {o:10.1f} {n:10.1f} {n / o:8.3f}")
-
+    # One async row on each side under different names (e.g. the newer default has more shards,
+    # so its row is async_s2): they are the same training, compared as one row.
+    asyncs = {label: [k for k in r if k.startswith("async")] for label, r in rates.items()}
+    if all(len(v) == 1 for v in asyncs.values()) and asyncs["old"] != asyncs["new"]:
+        name = f"{asyncs['old'][0]}/{asyncs['new'][0]}"
+        for label, r in rates.items():
+            r[name] = r.pop(asyncs[label][0])
+    print(f"\n{'env steps/s':24s} {'old':>10s} {'new':>10s} {'new/old':>8s}")
+    for key in dict.fromkeys([*rates["old"], *rates["new"]]):
+        o, n = rates["old"].get(key), rates["new"].get(key)
+        ratio = f"{n / o:8.3f}" if o and n else f"{'-':>8s}"
+        print(f"{key:24s} {_cell(o)} {_cell(n)} {ratio}")
 
 if __name__ == "__main__":
     main()
