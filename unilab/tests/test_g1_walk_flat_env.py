@@ -147,6 +147,26 @@ def test_the_fine_linear_kernel_scores_the_same_error_in_a_narrower_kernel():
     env.close()
 
 
+def test_the_fine_yaw_kernel_scores_the_yaw_error_in_a_narrower_kernel():
+    """``track_angular_velocity_fine`` is exp(-e / yaw_fine_std^2) of the yaw kernel's error e, so
+    with widths 0.5 and 0.25 it is the yaw kernel to the power 4, row by row; off by default."""
+    assert "track_angular_velocity_fine" not in build(num_envs=2).reward_manager.terms
+    env = build(num_envs=4, rewards={"track_angular_velocity_fine": 2.0},
+                tracking={"ang_vel_kernel": "yaw", "yaw_std": 0.5, "yaw_fine_std": 0.25})
+    env.reset()
+    names = list(env.reward_manager.terms)
+    wide, fine = names.index("track_angular_velocity"), names.index("track_angular_velocity_fine")
+    torch.manual_seed(0)
+    spread = 0.0
+    for _ in range(10):
+        env.step(torch.randn(4, 29) * 0.3)
+        values = env.reward_manager.last_values()
+        torch.testing.assert_close(values[:, fine], values[:, wide] ** 4, rtol=1e-4, atol=1e-6)
+        spread = max(spread, float((values[:, wide] - values[:, fine]).abs().max()))
+    assert spread > 1e-3  # the two kernels differ on these states
+    env.close()
+
+
 def test_randomization_and_pushes_are_switchable():
     on = build(num_envs=2)
     off = build(num_envs=2, domain_randomization={"enabled": False}, push={"enabled": False})

@@ -122,7 +122,10 @@ class TrackingConfig(BaseModel):
     and a 0.35 m/s width in its place left one of two seeds unable to walk forwards. So the
     same error also enters a narrow kernel (``lin_vel_fine_std``, reward
     ``track_linear_velocity_fine``), weighted like the wide one: the wide kernel pulls from
-    afar, the narrow one near the command."""
+    afar, the narrow one near the command. ``yaw_fine_std`` is the same idea for the yaw rate
+    (reward ``track_angular_velocity_fine``, off by default): at the suite's 0.1 rad/s the
+    0.5 rad/s yaw kernel pays exp(-0.04) = 0.96, so a walking turn 0.1 short costs almost
+    nothing; at 0.25 rad/s it pays exp(-0.16) = 0.85."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     lin_vel_std: float = Field(0.5, gt=0.0, description="track_linear_velocity width, m/s (mjlab 0.5)")
@@ -141,6 +144,10 @@ class TrackingConfig(BaseModel):
         "yaw kernel does, times a wide kernel of the base's steadiness"
     )
     yaw_std: float = Field(0.5, gt=0.0, description="yaw kernel width, rad/s (holosoma sqrt(0.25))")
+    yaw_fine_std: float = Field(
+        0.25, gt=0.0, description="track_angular_velocity_fine width, rad/s: a narrow yaw kernel added to "
+        "track_angular_velocity (whichever its kernel)"
+    )
 
     @model_validator(mode="after")
     def _xy_width_needs_the_coupled_kernel(self) -> "TrackingConfig":
@@ -175,6 +182,11 @@ class RewardWeights(BaseModel):
     )
     track_angular_velocity: float = Field(
         2.0, description="the env.tracking.ang_vel_kernel kernel of the yaw-rate command"
+    )
+    track_angular_velocity_fine: float = Field(
+        0.0,
+        description="exp(-(w_z - cmd_wz)^2 / env.tracking.yaw_fine_std^2), the yaw-rate error in a narrow "
+        "kernel added to track_angular_velocity (off by default): a pull at the suite's 0.1 rad/s",
     )
     ang_vel_xy: float = Field(
         -1.0,

@@ -171,6 +171,9 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot=None) -> EnvCfg:
             mdp.track_linear_velocity, w.track_linear_velocity_fine, {"std": tr.lin_vel_fine_std}
         ),
         "track_angular_velocity": track_ang,
+        "track_angular_velocity_fine": RewardTerm(
+            mdp.track_yaw_rate, w.track_angular_velocity_fine, {"std": tr.yaw_fine_std}
+        ),
         "ang_vel_xy": RewardTerm(mdp.ang_vel_xy_l2, w.ang_vel_xy),
         "upright": RewardTerm(mdp.upright, w.upright, {"std": math.sqrt(0.2), "body": desc.torso_body}),
         "pose": RewardTerm(
