@@ -199,8 +199,15 @@ def thread_split(runtime: str, nthread: int, collector_threads: int, learner_thr
 
 
 @dataclass
-class RunPlan:
-    """A run resolved and checked, ready to build (:func:`plan`)."""
+class RunPlugins:
+    """A run's plugins and config: what training plans (:class:`RunPlan`) and what loading a
+    finished run finds (:class:`unilab.deploy.loading.LoadedRun`).
+
+    Attributes:
+        algo, task, sim: the plugin names.
+        algo_reg, task_reg, backend_reg: their registrations.
+        cfg: the validated run config, every section (a pydantic model).
+    """
 
     algo: str
     task: str
@@ -209,7 +216,12 @@ class RunPlan:
     task_reg: Any
     backend_reg: Any
     cfg: BaseModel
-    """The resolved config, every section."""
+
+
+@dataclass
+class RunPlan(RunPlugins):
+    """A run resolved and checked, ready to build (:func:`plan`)."""
+
     algo_cfg: Any
     """The algorithm's hyperparameters (its config dataclass)."""
     runtime: RuntimeConfig

@@ -188,15 +188,14 @@ def _open_run_dir(p: RunPlan, env, learner, resume: dict | None,
 def _robot_registration(cfg):
     """The registration of the run's robot (``robot.name``), for ``run_config.json``'s
     ``plugins``; None when the config has no robot section or the name does not resolve."""
-    from unilab.plugins import ROBOTS
-    from unisim.plugins import PluginError
+    from unilab.robots import RobotModelError, robot_registration
 
     name = getattr(getattr(cfg, "robot", None), "name", None)
     if name is None:
         return None
     try:
-        return ROBOTS.get(name)
-    except (KeyError, PluginError):
+        return robot_registration(name)
+    except RobotModelError:
         return None
 
 

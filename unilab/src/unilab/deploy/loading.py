@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from pydantic import BaseModel
 
 from unilab import runs
-from unilab.build import algo_config
+from unilab.build import RunPlugins, algo_config
 from unilab.config import (
     ConfigError,
     _check_keys,
@@ -94,16 +93,16 @@ def model_file_overrides(overrides: list[str] | tuple[str, ...], command: str) -
 
 
 @dataclass
-class LoadedRun:
+class LoadedRun(RunPlugins):
     """A run directory with a loaded checkpoint and its (play) config.
 
     Attributes:
+        algo, task, sim, algo_reg, task_reg, backend_reg: the plugins the run used
+            (:class:`~unilab.build.RunPlugins`).
+        cfg: the run config with the play overrides applied (a pydantic model).
         run_dir: the run directory.
         checkpoint: the checkpoint file.
         payload: the checkpoint dict (``iteration``, ``agent``, ``algo``, ``task``, ``config``).
-        algo, task, sim: plugin names the run used.
-        algo_reg, task_reg, backend_reg: their registrations.
-        cfg: the run config with the play overrides applied (a pydantic model).
         overrides: the overrides that were applied, in order.
         final: the checkpoint is the run's last one (``model_last.pt``, or the numbered checkpoint
             ``run_summary.json`` names as the run's last). Play and export of a final checkpoint
@@ -114,19 +113,22 @@ class LoadedRun:
     run_dir: Path
     checkpoint: Path
     payload: dict[str, Any]
-    algo: str
-    task: str
-    sim: str
-    algo_reg: Any
-    task_reg: Any
-    backend_reg: Any
-    cfg: BaseModel
     overrides: list[str]
     final: bool = True
 
     @property
     def iteration(self) -> int:
         return int(self.payload.get("iteration", 0))
+
+
+def run_checkpoints(run_dir: Path) -> list[Path]:
+    """The checkpoints in ``run_dir``, in the order a default pick prefers them: ``model_last.pt``
+    (when there), then ``model_<iteration>.pt`` by iteration, highest first."""
+    numbered = sorted(
+        (int(m.group(1)), p) for p in run_dir.glob("model_*.pt") if (m := _CHECKPOINT.fullmatch(p.name))
+    )
+    last = run_dir / "model_last.pt"
+    return ([last] if last.is_file() else []) + [p for _, p in reversed(numbered)]
 
 
 def resolve_checkpoint(run_dir: Path, checkpoint: str | None = None) -> Path:
@@ -140,11 +142,7 @@ def resolve_checkpoint(run_dir: Path, checkpoint: str | None = None) -> Path:
     Raises:
         UserError: no such checkpoint (listing the ones the run has).
     """
-    numbered = sorted(
-        (int(m.group(1)), p) for p in run_dir.glob("model_*.pt") if (m := _CHECKPOINT.fullmatch(p.name))
-    )
-    last = run_dir / "model_last.pt"
-    have = ([last] if last.is_file() else []) + [p for _, p in reversed(numbered)]
+    have = run_checkpoints(run_dir)
     if checkpoint is None:
         if not have:
             raise UserError(f"no checkpoint in {run_dir} (expected model_last.pt or model_<iteration>.pt)")
@@ -249,8 +247,9 @@ def run_config(
     robot = getattr(getattr(cfg, "robot", None), "name", None)
     if robot is not None:  # before the env is built: an unknown robot names the package the run used
         _lookup_run_plugin(ROBOTS, robot, "robot.name", saved_run, "robot")
-    return LoadedRun(run_dir, checkpoint, payload, algo, task, sim, algo_reg, task_reg, backend_reg, cfg,
-                     [*play_overrides, *overrides], final=is_final_checkpoint(run_dir, checkpoint))
+    return LoadedRun(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, run_dir=run_dir, checkpoint=checkpoint,
+                     payload=payload, overrides=[*play_overrides, *overrides],
+                     final=is_final_checkpoint(run_dir, checkpoint))
 
 
 def _lookup_run_plugin(registry, name: str, flag: str, saved_run: dict[str, Any], kind: str):
@@ -589,5 +588,5 @@ def relative_to_run(path: Path, run_dir: Path) -> str:
 __all__ = [
     "LoadedRun", "MODEL_FILE_KEY", "PLAY_OVERRIDES", "Rollout", "is_final_checkpoint", "load_run", "make_env",
     "make_policy", "model_file_overrides", "read_run_config", "record_result", "relative_to_run",
-    "resolve_checkpoint", "rollout", "run_config", "update_summary",
+    "resolve_checkpoint", "rollout", "run_checkpoints", "run_config", "update_summary",
 ]

@@ -15,7 +15,6 @@ from typing import Any
 
 import torch
 
-_NUMBERED = re.compile(r"model_(\d+)\.pt")
 _ONNX_NUMBERED = re.compile(r"policy_(\d+)\.onnx")
 
 
@@ -84,11 +83,11 @@ def resolve_policy_file(run_dir: Path, checkpoint: str | None) -> Path:
     Raises:
         UserError: nothing to evaluate, or no such file (listing what the run has).
     """
+    from unilab.deploy.loading import run_checkpoints
     from unilab.errors import UserError
 
-    numbered = sorted((int(m.group(1)), p) for p in run_dir.glob("model_*.pt") if (m := _NUMBERED.fullmatch(p.name)))
-    last, onnx = run_dir / "model_last.pt", run_dir / "policy.onnx"
-    have = ([last] if last.is_file() else []) + [p for _, p in reversed(numbered)]
+    onnx = run_dir / "policy.onnx"
+    have = run_checkpoints(run_dir)
     have += [onnx] if onnx.is_file() else []
     have += sorted(p for p in run_dir.glob("policy_*.onnx") if _ONNX_NUMBERED.fullmatch(p.name))
     if checkpoint is None:

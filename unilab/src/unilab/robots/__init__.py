@@ -14,8 +14,9 @@ from unilab.robots.description import ImuSite, JointDrive, Pose, RobotDescriptio
 from unilab.robots.scene import RobotModelError, RobotScene, SceneReport, build_scene, print_report
 
 
-def get_robot(name: str) -> RobotDescription:
-    """The registered robot ``name`` (``robot.name``).
+def robot_registration(name: str):
+    """The registration of robot ``name`` in :data:`unilab.plugins.ROBOTS` (its ``item`` is the
+    :class:`RobotDescription`; ``name``, ``distribution`` and ``version`` say where it came from).
 
     Raises:
         RobotModelError: unknown (listing the installed robots), registered twice, or (strict
@@ -26,9 +27,18 @@ def get_robot(name: str) -> RobotDescription:
     from unilab.plugins import ROBOTS
 
     try:
-        return ROBOTS.get(name).item
+        return ROBOTS.get(name)
     except (KeyError, PluginError) as exc:
         raise RobotModelError(f"robot.name: {exc.args[0]}") from None
+
+
+def get_robot(name: str) -> RobotDescription:
+    """The registered robot ``name`` (``robot.name``).
+
+    Raises:
+        RobotModelError: as :func:`robot_registration`.
+    """
+    return robot_registration(name).item
 
 
 def robot_settings(robot: Any = None) -> dict[str, Any]:
@@ -77,6 +87,7 @@ __all__ = [
     "get_robot",
     "name_mirror",
     "print_report",
+    "robot_registration",
     "robot_scene",
     "robot_settings",
 ]

@@ -1,4 +1,5 @@
-"""The robot scene a task's env is built on: the run's robot with the task's contact sensors."""
+"""The robot scene a task's env is built on (the run's robot with the task's contact sensors), and
+the env built from a task's env config (:func:`make_task_env`, what a task's ``make_env`` does)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 import torch
 
 from unilab.envs.contact import ContactSensorCfg, add_contact_sensors
+from unilab.envs.manager_based_rl_env import EnvCfg, ManagerBasedRlEnv
 from unilab.robots import RobotDescription, RobotScene, robot_scene
 
 
@@ -36,4 +38,30 @@ def task_scene(
     return scene, scale
 
 
-__all__ = ["task_scene"]
+def make_task_env(
+    make_env_cfg: Callable[[Any, Any], EnvCfg],
+    cfg: Any,
+    *,
+    backend_cls,
+    num_envs: int,
+    nthread: int = 0,
+    cpu_ids: list[int] | None = None,
+    robot: Any = None,
+    seed: int = 0,
+) -> ManagerBasedRlEnv:
+    """Build a task's env on ``backend_cls``: :class:`ManagerBasedRlEnv` of
+    ``make_env_cfg(cfg, robot)``, the body of a task's ``make_env``
+    (:attr:`unilab.tasks.spec.TaskSpec.make_env`).
+
+    Args:
+        make_env_cfg: the task's ``make_env_cfg(cfg, robot) -> EnvCfg``.
+        cfg: the task's settings (its ``env.*`` section).
+        backend_cls, num_envs, nthread, cpu_ids, seed: as :class:`ManagerBasedRlEnv`.
+        robot: the run's ``robot.*`` settings, passed to ``make_env_cfg``.
+    """
+    return ManagerBasedRlEnv(
+        make_env_cfg(cfg, robot), backend_cls, num_envs, nthread=nthread, cpu_ids=cpu_ids, seed=seed
+    )
+
+
+__all__ = ["make_task_env", "task_scene"]

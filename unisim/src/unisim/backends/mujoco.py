@@ -57,6 +57,7 @@ Backend options (``SimSpec.options``):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import mujoco
@@ -277,13 +278,7 @@ class MujocoBackend(SimBackend):
             IndexError: a row outside [0, num_envs).
             ValueError: wrong shapes or dtypes, duplicate rows, non-finite values.
         """
-        self._check_open()
-        ids = self._env_ids(env_ids)
-        qpos_np, qvel_np = self._state_arrays(len(ids), qpos, qvel)
-        if len(ids) == 0:
-            return
-        self.batch.reset(ids, qpos_np, qvel_np)
-        self._bridge.pull(np.sort(ids))
+        self._write_rows(self.batch.reset, env_ids, qpos, qvel)
 
     def set_state(
         self,
@@ -303,12 +298,29 @@ class MujocoBackend(SimBackend):
             IndexError: a row outside [0, num_envs).
             ValueError: wrong shapes or dtypes, duplicate rows, non-finite values.
         """
+        self._write_rows(self.batch.set_state, env_ids, qpos, qvel)
+
+    def _write_rows(
+        self,
+        write: Callable[[np.ndarray, np.ndarray | None, np.ndarray | None], None],
+        env_ids: torch.Tensor,
+        qpos: torch.Tensor | None,
+        qvel: torch.Tensor | None,
+    ) -> None:
+        """Check rows ``env_ids`` and their qpos/qvel (:meth:`_env_ids`, :meth:`_state_arrays`),
+        call ``write(ids, qpos, qvel)`` (the batch's ``reset`` or ``set_state``, numpy arrays, ids in
+        the caller's order) and refresh the packed rows of those worlds; no rows: nothing is done.
+
+        Raises:
+            RuntimeError: the backend is closed.
+            IndexError, ValueError: as :meth:`reset`.
+        """
         self._check_open()
         ids = self._env_ids(env_ids)
         qpos_np, qvel_np = self._state_arrays(len(ids), qpos, qvel)
         if len(ids) == 0:
             return
-        self.batch.set_state(ids, qpos_np, qvel_np)
+        write(ids, qpos_np, qvel_np)
         self._bridge.pull(np.sort(ids))
 
     def _state_arrays(

@@ -17,6 +17,7 @@ Observation layout (columns, in order):
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -28,7 +29,7 @@ from unilab.motion.library import MotionLibrary, load_motion_library
 from unilab.robots import RobotDescription, g1
 from unilab.tasks.g1_motion_tracking import mdp as tmdp
 from unilab.tasks.g1_motion_tracking.config import SHIPPED, SHIPPED_MOTIONS, G1MotionTrackingConfig, shipped_clip_names
-from unilab.tasks.scene import task_scene
+from unilab.tasks.scene import make_task_env, task_scene
 
 ##
 # Robot-specific constants (BeyondMimic config/g1/flat_env_cfg.py).
@@ -268,18 +269,7 @@ def make_env_cfg(cfg: G1MotionTrackingConfig, robot=None) -> EnvCfg:
     )
 
 
-def make_env(
-    cfg: G1MotionTrackingConfig,
-    *,
-    backend_cls,
-    num_envs: int,
-    nthread: int = 0,
-    cpu_ids: list[int] | None = None,
-    robot=None,
-    seed: int = 0,
-) -> ManagerBasedRlEnv:
-    """Build the g1_motion_tracking env on ``backend_cls`` (see :class:`ManagerBasedRlEnv`); ``robot``:
-    the run's ``robot.*`` settings (:func:`make_env_cfg`)."""
-    return ManagerBasedRlEnv(
-        make_env_cfg(cfg, robot), backend_cls, num_envs, nthread=nthread, cpu_ids=cpu_ids, seed=seed
-    )
+def make_env(cfg: G1MotionTrackingConfig, **kwargs: Any) -> ManagerBasedRlEnv:
+    """Build the g1_motion_tracking env: :func:`unilab.tasks.scene.make_task_env` with
+    :func:`make_env_cfg` (keywords ``backend_cls``, ``num_envs``, ``nthread``, ``cpu_ids``, ``robot``, ``seed``)."""
+    return make_task_env(make_env_cfg, cfg, **kwargs)

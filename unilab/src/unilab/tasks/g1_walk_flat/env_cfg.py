@@ -22,6 +22,8 @@ offers ``env.mirror`` for symmetry augmentation (``algo.symmetry``).
 from __future__ import annotations
 
 import math
+from typing import Any
+
 import torch
 
 from unilab.envs import mdp, mirror
@@ -33,7 +35,7 @@ from unilab.robots import RobotDescription
 from unilab.robots.g1 import G1
 from unilab.robots.scene import FOOT_SITES
 from unilab.tasks.g1_walk_flat.config import G1WalkFlatConfig
-from unilab.tasks.scene import task_scene
+from unilab.tasks.scene import make_task_env, task_scene
 from unilab.utils.names import resolve_name_values
 
 ##
@@ -329,23 +331,7 @@ def _penalty_curriculum(cfg: G1WalkFlatConfig) -> PenaltyCurriculum | None:
     )
 
 
-def make_env(
-    cfg: G1WalkFlatConfig,
-    *,
-    backend_cls,
-    num_envs: int,
-    nthread: int = 0,
-    cpu_ids: list[int] | None = None,
-    robot=None,
-    seed: int = 0,
-) -> ManagerBasedRlEnv:
-    """Build the g1_walk_flat env on ``backend_cls`` (see :class:`ManagerBasedRlEnv`); ``robot``:
-    the run's ``robot.*`` settings (:func:`make_env_cfg`)."""
-    return ManagerBasedRlEnv(
-        make_env_cfg(cfg, robot),
-        backend_cls,
-        num_envs,
-        nthread=nthread,
-        cpu_ids=cpu_ids,
-        seed=seed,
-    )
+def make_env(cfg: G1WalkFlatConfig, **kwargs: Any) -> ManagerBasedRlEnv:
+    """Build the g1_walk_flat env: :func:`unilab.tasks.scene.make_task_env` with :func:`make_env_cfg`
+    (keywords ``backend_cls``, ``num_envs``, ``nthread``, ``cpu_ids``, ``robot``, ``seed``)."""
+    return make_task_env(make_env_cfg, cfg, **kwargs)
