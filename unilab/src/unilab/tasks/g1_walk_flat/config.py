@@ -117,7 +117,9 @@ class TrackingConfig(BaseModel):
     a 1 rad/s command; with the yaw kernel at 0.99-1.04 (docs/benchmarks.md, "Walking on
     command"). ``ang_vel_xy_std`` gives the coupled kernel's roll/pitch rate a width of its own:
     the yaw kernel times a kernel of the base's steadiness, a reward (never scaled by the
-    penalty curriculum) for a steady base from the first step. ``lin_vel_std`` keeps mjlab's width, a wide basin from standing still; alone it
+    penalty curriculum) for a steady base from the first step; with ang_vel_std 0.5 and
+    ang_vel_xy_std 1.0 it walked no sooner than the yaw kernel and passed 11 of 15 cases (seed 1).
+    ``lin_vel_std`` keeps mjlab's width, a wide basin from standing still; alone it
     is nearly flat at the walking suite's tolerances (0.1-0.15 m/s: exp(-0.04 / 0.25) = 0.85),
     and a 0.35 m/s width in its place left one of two seeds unable to walk forwards. So the
     same error also enters a narrow kernel (``lin_vel_fine_std``, reward
