@@ -508,3 +508,19 @@ def test_a_run_with_sphere_feet_records_them_and_its_env_stands_on_them(tmp_path
             assert len(geoms) == 4 and all(model.geom_type[g] == mujoco.mjtGeom.mjGEOM_SPHERE for g in geoms)
     finally:
         env.close()
+
+
+def test_the_generator_refuses_a_folder_that_holds_a_model(tmp_path, capsys):
+    from unilab.robots.testing import main
+
+    own = tmp_path / "mine"
+    own.mkdir()
+    (own / "scene.xml").write_text("<mujoco/>")
+    assert main([str(own)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {own} already holds scene.xml; expected a new or empty folder "
+                   f"(or pass --overwrite to replace them)"]
+    assert (own / "scene.xml").read_text() == "<mujoco/>"  # left as it was
+    assert main([str(own), "--overwrite"]) == 0 and "<include" in (own / "scene.xml").read_text()
+    assert main([str(tmp_path / "new")]) == 0 and (tmp_path / "new" / "g1.xml").is_file()
+

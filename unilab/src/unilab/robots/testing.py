@@ -217,10 +217,20 @@ def write_meshed_g1(
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m unilab.robots.testing FOLDER [--kp KP] [--overwrite]``: write the meshed G1 and
+    print its ``scene.xml``. A folder that already holds a ``scene.xml`` or ``g1.xml`` (a robot
+    model, perhaps the user's own) is refused with one ``error:`` line and exit 2, unless
+    ``--overwrite``."""
     p = argparse.ArgumentParser(description="Write a generated meshed G1 (scene.xml, g1.xml, assets/).")
     p.add_argument("folder")
     p.add_argument("--kp", type=float, default=500.0)
+    p.add_argument("--overwrite", action="store_true", help="replace the scene.xml and g1.xml already in FOLDER")
     args = p.parse_args(argv)
+    taken = [name for name in ("scene.xml", "g1.xml") if (Path(args.folder) / name).exists()]
+    if taken and not args.overwrite:
+        print(f"error: {args.folder} already holds {' and '.join(taken)}; expected a new or empty folder "
+              f"(or pass --overwrite to replace them)", file=sys.stderr)
+        return 2
     print(write_meshed_g1(args.folder, kp=args.kp))
     return 0
 
