@@ -411,11 +411,9 @@ def ab(args, parser: argparse.ArgumentParser) -> None:
     scripts = {label: root / "benchmarks" / "async_vs_sync.py" for label, root in roots.items()}
     if not scripts["old"].is_file():
         raise SystemExit(f"error: --ab {args.ab}: no benchmarks/async_vs_sync.py there; expected a checkout of this repository")
-    argv = list(sys.argv[1:])
-    i = argv.index("--ab") if "--ab" in argv else None
-    if i is not None:
-        del argv[i:i + 2]
-    argv = [a for a in argv if not a.startswith("--ab=") and not a.startswith("--out")]
+    # each side runs without --ab and with its own --out (each given with its value or as --opt=value)
+    own = {o for action in parser._actions for o in action.option_strings}
+    argv, _ = _argv_for(sys.argv[1:], own - {"--ab", "--out"}, parser)
     rates = {}
     with tempfile.TemporaryDirectory() as tmp:
         for label, root in roots.items():
