@@ -314,7 +314,7 @@ class _Shard:
         self.ep_length = torch.zeros(env.num_envs, dtype=torch.long)
         self.version, self.pulls, self.iteration, self.produced = 0, 0, spec.start_iteration, 0
         self.block: int | None = None
-        self.pending: tuple | None = None  # the started step: (actions, future or None, t_start)
+        self.pending: tuple | None = None  # the started step: (actions, future or None)
 
     @property
     def done(self) -> bool:
