@@ -26,10 +26,23 @@ def shipped_clip_names() -> list[str]:
     return sorted(p.stem for p in SHIPPED_MOTIONS.glob("*.npz"))
 
 
+def shipped_motion(value: str | Path) -> Path | None:
+    """What ``env.motion.file`` = ``value`` names among the shipped motions, unless a file or folder
+    of that name is in the working directory: :data:`SHIPPED` -> the folder :data:`SHIPPED_MOTIONS`,
+    a clip's name (``squat``) -> its ``.npz``; None for anything else."""
+    if Path(value).exists():
+        return None
+    if value == SHIPPED:
+        return SHIPPED_MOTIONS
+    if value in shipped_clip_names():
+        return SHIPPED_MOTIONS / f"{value}.npz"
+    return None
+
+
 def _motion_path(value: str) -> str:
-    """:data:`SHIPPED` and a shipped clip's bare name (``squat``) as given, unless a file or folder
-    of that name is in the working directory; any other value made absolute."""
-    if value == SHIPPED or (value in shipped_clip_names() and not Path(value).exists()):
+    """:data:`SHIPPED` and a shipped clip's bare name (:func:`shipped_motion`) as given; any other
+    value made absolute."""
+    if value == SHIPPED or shipped_motion(value) is not None:
         return value
     return absolute_path(value)
 

@@ -28,7 +28,12 @@ from unilab.envs.managers import EventTerm, ObsTerm, RewardTerm, TerminationTerm
 from unilab.motion.library import MotionLibrary, load_motion_library
 from unilab.robots import RobotDescription, g1
 from unilab.tasks.g1_motion_tracking import mdp as tmdp
-from unilab.tasks.g1_motion_tracking.config import SHIPPED, SHIPPED_MOTIONS, G1MotionTrackingConfig, shipped_clip_names
+from unilab.tasks.g1_motion_tracking.config import (
+    SHIPPED_MOTIONS,
+    G1MotionTrackingConfig,
+    shipped_clip_names,
+    shipped_motion,
+)
 from unilab.tasks.scene import make_task_env, task_scene
 
 ##
@@ -82,15 +87,12 @@ def load_task_motion(cfg: G1MotionTrackingConfig, step_dt: float,
     from unilab.motion import MotionFormatError
 
     path = cfg.motion.file or DEFAULT_MOTION
-    shipped = shipped_clip_names()
-    if path == SHIPPED and not Path(path).exists():
-        path = SHIPPED_MOTIONS
-    elif path in shipped and not Path(path).exists():  # a shipped clip by name
-        path = SHIPPED_MOTIONS / f"{path}.npz"
+    path = shipped_motion(path) or path
     if not Path(path).exists():  # name the setting, not only the file
         raise MotionFormatError(path, "env.motion.file", f"expected an existing motion .npz, a folder of .npz, a "
                                 f"manifest (.yaml/.json), `shipped` (every shipped clip) or a shipped clip's name "
-                                f"({', '.join(shipped)}); `unilab motion import` makes a clip from a retargeted CSV")
+                                f"({', '.join(shipped_clip_names())}); `unilab motion import` makes a clip from a "
+                                f"retargeted CSV")
     library = load_motion_library(path, joint_names=g1.G1_JOINT_NAMES, joint_limits=g1.JOINT_RANGE)
     rate = 1.0 / step_dt
     for clip in library.clips:
