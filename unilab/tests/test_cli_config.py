@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 UNILAB = str(Path(sys.executable).parent / "unilab")
@@ -73,22 +74,19 @@ def test_errors_show_booleans_as_yaml_spells_them():
         assert [ln for ln in result.stderr.splitlines() if ln.strip()] == [line], result.stderr
 
 
-def test_a_penalty_exempt_twice_is_one_error_line():
-    result = config("--algo", "sac", "--task", "g1_walk_flat", "env.penalty_curriculum.exempt=[ang_vel_xy,ang_vel_xy]")
+@pytest.mark.parametrize("bad, line, good", [
+    (["env.penalty_curriculum.exempt=[ang_vel_xy,ang_vel_xy]"],
+     "error: invalid env: env.penalty_curriculum.exempt: 'ang_vel_xy' is listed 2 times in ['ang_vel_xy', "
+     "'ang_vel_xy']; expected each penalty once",
+     ["env.penalty_curriculum.exempt=[ang_vel_xy,foot_slip]"]),
+    (["env.penalty_curriculum.exempt=[ang_vel_xy]", "env.penalty_curriculum.late=[ang_vel_xy]"],
+     "error: invalid env: env.penalty_curriculum.late: 'ang_vel_xy' is also in env.penalty_curriculum.exempt; "
+     "expected a penalty either at full weight from the start (exempt) or from zero (late)",
+     ["env.penalty_curriculum.late=[ang_vel_xy]"]),
+], ids=["exempt twice", "exempt and late"])
+def test_a_penalty_list_that_does_not_fit_is_one_error_line(bad, line, good):
+    result = config("--algo", "sac", "--task", "g1_walk_flat", *bad)
     assert result.returncode == 2 and result.stdout == "", result.stderr
-    assert [ln for ln in result.stderr.splitlines() if ln.strip()] == [
-        "error: invalid env: env.penalty_curriculum.exempt: 'ang_vel_xy' is listed 2 times in ['ang_vel_xy', "
-        "'ang_vel_xy']; expected each penalty once"], result.stderr
-    ok = config("--algo", "sac", "--task", "g1_walk_flat", "env.penalty_curriculum.exempt=[ang_vel_xy,foot_slip]")
-    assert ok.returncode == 0, ok.stderr
-
-
-def test_a_penalty_both_exempt_and_late_is_one_error_line():
-    result = config("--algo", "sac", "--task", "g1_walk_flat", "env.penalty_curriculum.exempt=[ang_vel_xy]",
-                    "env.penalty_curriculum.late=[ang_vel_xy]")
-    assert result.returncode == 2 and result.stdout == "", result.stderr
-    assert [ln for ln in result.stderr.splitlines() if ln.strip()] == [
-        "error: invalid env: env.penalty_curriculum.late: 'ang_vel_xy' is also in env.penalty_curriculum.exempt; "
-        "expected a penalty either at full weight from the start (exempt) or from zero (late)"], result.stderr
-    ok = config("--algo", "sac", "--task", "g1_walk_flat", "env.penalty_curriculum.late=[ang_vel_xy]")
+    assert [ln for ln in result.stderr.splitlines() if ln.strip()] == [line], result.stderr
+    ok = config("--algo", "sac", "--task", "g1_walk_flat", *good)
     assert ok.returncode == 0, ok.stderr
