@@ -110,7 +110,7 @@ def test_episode_logs_name_every_reward_and_termination_term():
         "track_linear_velocity", "track_angular_velocity", "upright", "pose", "body_ang_vel",
         "angular_momentum", "action_rate_l2", "joint_pos_limits", "foot_clearance", "foot_slip",
         "self_collisions", "alive", "feet_phase", "orientation_l2", "pose_l2", "ang_vel_xy",
-        "track_linear_velocity_fine",
+        "track_linear_velocity_fine", "track_angular_velocity_fine",
     }  # fmt: skip
     terminations = {k.split("/", 1)[1] for k in log if k.startswith("Episode_Termination/")}
     assert terminations == {"time_out", "fell_over", "nan_state"}
@@ -156,12 +156,12 @@ def test_the_fine_linear_kernel_scores_the_same_error_in_a_narrower_kernel():
 
 def test_the_fine_yaw_kernel_scores_the_yaw_error_in_a_narrower_kernel():
     """``track_angular_velocity_fine`` is exp(-e / yaw_fine_std^2) of the yaw kernel's error e, so
-    with widths 0.5 and 0.25 it is the yaw kernel to the power 4, row by row; off by default."""
-    default = build(num_envs=2)
-    assert "track_angular_velocity_fine" not in default.reward_manager.terms
-    default.close()
-    env = build(num_envs=4, rewards={"track_angular_velocity_fine": 2.0},
-                tracking={"ang_vel_kernel": "yaw", "yaw_std": 0.5, "yaw_fine_std": 0.25})
+    with widths 0.5 and 0.25 it is the yaw kernel to the power 4, row by row; weight 0 switches it off."""
+    off = build(num_envs=2, rewards={"track_angular_velocity_fine": 0.0})
+    assert "track_angular_velocity_fine" not in off.reward_manager.terms
+    off.close()
+    env = build(num_envs=4, tracking={"ang_vel_kernel": "yaw", "yaw_std": 0.5, "yaw_fine_std": 0.25})
+    assert env.reward_manager.terms["track_angular_velocity_fine"].weight == 2.0  # on by default
     _assert_fine_is_wide_to_the_fourth(env, "track_angular_velocity", "track_angular_velocity_fine")
     env.close()
 

@@ -29,7 +29,8 @@ MJLAB = {
     "gait": {"enabled": False}, "penalty_curriculum": {"enabled": False},
     "tracking": {"ang_vel_kernel": "coupled"},
     "rewards": {"alive": 0.0, "feet_phase": 0.0, "orientation_l2": 0.0, "pose_l2": 0.0,
-                "ang_vel_xy": 0.0, "track_linear_velocity": 2.0, "track_linear_velocity_fine": 0.0},
+                "ang_vel_xy": 0.0, "track_linear_velocity": 2.0, "track_linear_velocity_fine": 0.0,
+                "track_angular_velocity_fine": 0.0},
 }  # fmt: skip
 
 

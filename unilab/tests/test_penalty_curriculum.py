@@ -27,7 +27,7 @@ def _env(**overrides):
 
 def test_curriculum_scales_only_the_penalties_and_rises_after_long_episodes():
     plain = _env(penalty_curriculum={"enabled": False})
-    env = _env(penalty_curriculum={"enabled": True, "initial": 0.1, "step": 0.05})
+    env = _env(penalty_curriculum={"enabled": True, "initial": 0.1, "step": 0.05, "late": []})
     try:
         rm, base = env.reward_manager, plain.reward_manager
         assert rm.names == base.names
@@ -48,10 +48,11 @@ def test_curriculum_scales_only_the_penalties_and_rises_after_long_episodes():
 
 
 def test_last_values_divide_out_the_penalty_scale_and_mark_a_zero_scale_unknown():
-    half = _env(penalty_curriculum={"enabled": True, "initial": 0.5})
-    zero = _env(penalty_curriculum={"enabled": True, "initial": 0.0, "min_scale": 0.0})
+    half = _env(penalty_curriculum={"enabled": True, "initial": 0.5, "late": []})
+    zero = _env(penalty_curriculum={"enabled": True, "initial": 0.0, "min_scale": 0.0, "late": []})
+    late = _env(penalty_curriculum={"enabled": True, "initial": 0.5})  # ang_vel_xy late: factor 0 at the start
     try:
-        for env in (half, zero):
+        for env in (half, zero, late):
             env.reset()
             env.reward_manager.compute()
         negative = half.reward_manager._scale < 0
@@ -62,9 +63,16 @@ def test_last_values_divide_out_the_penalty_scale_and_mark_a_zero_scale_unknown(
         # At scale 0 the step kept nothing of the penalties: NaN there, the rest as computed.
         values = zero.reward_manager.last_values()
         assert values[:, negative].isnan().all() and not values[:, ~negative].isnan().any()
+        # A late penalty at factor 0 is unknown the same way; the other penalties come back whole.
+        values, col = late.reward_manager.last_values(), late.reward_manager.names.index("ang_vel_xy")
+        assert values[:, col].isnan().all()
+        torch.testing.assert_close(torch.cat([values[:, :col], values[:, col + 1:]], 1),
+                                   torch.cat([half.reward_manager.last_values()[:, :col],
+                                              half.reward_manager.last_values()[:, col + 1:]], 1))
     finally:
         half.close()
         zero.close()
+        late.close()
 
 
 def test_alive_bonus_pays_surviving_rows_and_switches_off_at_weight_zero():
@@ -88,7 +96,7 @@ def test_alive_bonus_pays_surviving_rows_and_switches_off_at_weight_zero():
 
 def test_exempt_penalty_keeps_full_weight_while_the_others_are_scaled():
     plain = _env(penalty_curriculum={"enabled": False})
-    env = _env(penalty_curriculum={"enabled": True, "initial": 0.1, "exempt": ["ang_vel_xy"]})
+    env = _env(penalty_curriculum={"enabled": True, "initial": 0.1, "exempt": ["ang_vel_xy"], "late": []})
     try:
         rm, base = env.reward_manager, plain.reward_manager
         col = rm.names.index("ang_vel_xy")
@@ -108,7 +116,7 @@ def test_exempt_penalty_keeps_full_weight_while_the_others_are_scaled():
 @pytest.mark.parametrize("name, why", [("alive", "weight 1"), ("no_such", "no such reward")])
 def test_exempt_refuses_what_is_not_a_penalty(name, why):
     with pytest.raises(ValueError, match=f"'{name}' \\({why}\\) is not a penalty"):
-        G1WalkFlatConfig(penalty_curriculum={"exempt": [name]})
+        G1WalkFlatConfig(penalty_curriculum={"exempt": [name], "late": []})
 
 
 def test_late_factor_is_zero_at_the_start_and_one_at_full_scale():
@@ -145,6 +153,28 @@ def test_late_penalty_starts_at_zero_and_reaches_full_weight_with_the_others():
     finally:
         env.close()
         plain.close()
+
+
+def test_the_roll_pitch_rate_penalty_is_late_by_default_and_may_be_switched_off():
+    """By default ``ang_vel_xy`` is late: at the curriculum's start it counts 0 while the other
+    penalties count at the initial scale. Its weight set to 0 with the default list builds an env
+    without the term (listing a switched-off penalty changes nothing); a positive weight is refused."""
+    assert G1WalkFlatConfig().penalty_curriculum.late == ["ang_vel_xy"]
+    default, plain = _env(), _env(penalty_curriculum={"enabled": False})
+    try:
+        col = default.reward_manager.names.index("ang_vel_xy")
+        assert plain.reward_manager._scale[col] < 0 and default.reward_manager._scale[col] == 0.0
+        assert default.reward_manager.curriculum.late == ("ang_vel_xy",)
+    finally:
+        default.close()
+        plain.close()
+    off = _env(rewards={"ang_vel_xy": 0.0})
+    try:
+        assert "ang_vel_xy" not in off.reward_manager.names and off.reward_manager.curriculum.late == ()
+    finally:
+        off.close()
+    with pytest.raises(ValueError, match=r"late: 'ang_vel_xy' \(weight 0.5\) is not a penalty"):
+        G1WalkFlatConfig(rewards={"ang_vel_xy": 0.5})
 
 
 @pytest.mark.parametrize("name, why", [("alive", "weight 1"), ("no_such", "no such reward")])

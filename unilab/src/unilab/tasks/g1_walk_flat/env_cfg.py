@@ -324,10 +324,14 @@ def _penalty_curriculum(cfg: G1WalkFlatConfig) -> PenaltyCurriculum | None:
     c = cfg.penalty_curriculum
     if not c.enabled:
         return None
+    weights = cfg.rewards.model_dump()
+
+    def on(names: list[str]) -> tuple[str, ...]:  # a weight of 0: the term is not built
+        return tuple(name for name in names if weights[name] < 0.0)
+
     return PenaltyCurriculum(
         initial=c.initial, min_scale=c.min_scale, up_length_s=c.up_length_s,
-        down_length_s=c.down_length_s, step=c.step, exempt=tuple(c.exempt),
-        late=tuple(c.late),
+        down_length_s=c.down_length_s, step=c.step, exempt=on(c.exempt), late=on(c.late),
     )
 
 
