@@ -91,3 +91,17 @@ def test_a_penalty_list_that_does_not_fit_is_one_error_line(bad, line, good):
     assert [ln for ln in result.stderr.splitlines() if ln.strip()] == [line], result.stderr
     ok = config("--algo", "sac", "--task", "g1_walk_flat", *good)
     assert ok.returncode == 0, ok.stderr
+
+
+@pytest.mark.parametrize("value, line", [
+    ("0.05", "error: invalid env.penalty_curriculum: env.penalty_curriculum.start=0.05 is below "
+             "env.penalty_curriculum.min_scale=0.1; expected a scale in [min_scale, 1] = [0.1, 1]"),
+    ("1.5", "error: invalid value for env.penalty_curriculum.start: 1.5 (input should be less than or equal to 1)"),
+], ids=["below min_scale", "above 1"])
+def test_a_penalty_curriculum_start_outside_the_scale_bounds_is_one_error_line(value, line):
+    result = config("--algo", "sac", "--task", "g1_walk_flat", f"env.penalty_curriculum.start={value}")
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    assert [ln for ln in result.stderr.splitlines() if ln.strip()] == [line], result.stderr
+    ok = config("--algo", "sac", "--task", "g1_walk_flat", "env.penalty_curriculum.start=0.1")
+    assert ok.returncode == 0, ok.stderr
+    assert yaml.safe_load(ok.stdout)["env"]["penalty_curriculum"]["start"] == 0.1

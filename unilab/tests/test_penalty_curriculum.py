@@ -128,6 +128,27 @@ def test_late_factor_is_zero_at_the_start_and_one_at_full_scale():
     assert PenaltyCurriculum(initial=1.0, max_scale=1.0).late_factor(1.0) == 1.0  # no span: on at full scale
 
 
+def test_start_sets_the_first_scale_and_the_late_factor_still_counts_from_initial():
+    plain = _env(penalty_curriculum={"enabled": False})
+    env = _env(penalty_curriculum={"enabled": True, "initial": 0.1, "start": 0.8, "step": 0.05})
+    try:
+        rm, base = env.reward_manager, plain.reward_manager
+        assert rm.penalty_scale == 0.8 and rm.curriculum.initial == 0.1
+        col = rm.names.index("ang_vel_xy")  # late by default
+        others = (base._scale < 0).clone()
+        others[col] = False
+        torch.testing.assert_close(rm._scale[others], base._scale[others] * 0.8)
+        torch.testing.assert_close(rm._scale[col], base._scale[col] * (0.8 - 0.1) / 0.9)
+        env.episode_length[:] = 800  # long episodes: on from 0.8
+        assert rm.reset(torch.arange(4))["Curriculum/penalty_scale"] == pytest.approx(0.85)
+    finally:
+        env.close()
+        plain.close()
+    for start in (0.05, 1.5):
+        with pytest.raises(ValueError, match=r"start=.*: expected a scale in \[min_scale, max_scale\] = \[0.1, 1\]"):
+            PenaltyCurriculum(initial=0.1, min_scale=0.1, max_scale=1.0, start=start)
+
+
 def test_late_penalty_starts_at_zero_and_reaches_full_weight_with_the_others():
     plain = _env(penalty_curriculum={"enabled": False})
     env = _env(penalty_curriculum={"enabled": True, "initial": 0.1, "step": 0.45, "late": ["ang_vel_xy"]})

@@ -113,6 +113,22 @@ def test_the_reward_legend_names_the_penalties_the_curriculum_leaves_alone(run_d
         "/ (1 - initial)):")
 
 
+def test_play_starts_the_penalty_curriculum_at_the_checkpoints_scale(run_dir, tmp_path):
+    """A checkpoint that recorded its penalty scale plays at it: the late penalty ang_vel_xy is
+    charged ((0.8 - 0.1) / 0.9 of its weight), not unknown at factor 0; the user's start wins."""
+    saved = torch.load(run_dir / "model_last.pt", weights_only=True)
+    assert saved["curriculum"] == {"Curriculum/penalty_scale": 0.1}  # 2 iterations: no episode ended yet
+    late = tmp_path / "late.pt"
+    torch.save({**saved, "curriculum": {"Curriculum/penalty_scale": 0.8}}, late)
+    result = play(str(run_dir), checkpoint=str(late), num_envs=1, steps=2, record_video=False)
+    assert "env.penalty_curriculum.start=0.8" in result.overrides
+    assert result.reward_terms["ang_vel_xy"]["value"] is not None
+    given = play(str(run_dir), checkpoint=str(late), num_envs=1, steps=2, record_video=False,
+                 overrides=["env.penalty_curriculum.start=0.1"])
+    assert given.overrides[-1] == "env.penalty_curriculum.start=0.1"
+    assert given.reward_terms["ang_vel_xy"]["value"] is None  # factor 0 at initial
+
+
 def test_fps_must_divide_the_control_rate(run_dir):
     with pytest.raises(UserError, match="--fps 30 is not the control rate"):
         play(str(run_dir), num_envs=1, steps=4, fps=30)

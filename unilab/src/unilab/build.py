@@ -25,7 +25,7 @@ from unilab import ddp, memory
 from unilab.config import ConfigError, UnknownKeyError, build_run_model, owner_config_files, resolve_config
 from unilab.errors import UserError
 from unilab.plugins import ALGORITHMS, BACKENDS, TASKS, lookup
-from unilab.resume import apply_resume, find_resume_checkpoint, read_resume_checkpoint
+from unilab.resume import apply_resume, find_resume_checkpoint, read_resume_checkpoint, resume_curricula
 from unilab_rl.device import is_auto, resolve_device, warn_cpu_learner
 from unilab_rl.learner import Learner
 from unilab_rl.runtime import RuntimeConfig
@@ -235,6 +235,9 @@ class RunPlan(RunPlugins):
     tensor_native: bool
     resume_path: Path | None = None
     resume_payload: dict[str, Any] | None = None
+    resume_lines: list[str] = dataclasses.field(default_factory=list)
+    """Where a resumed run's env curricula start, one line each (:func:`unilab.resume.resume_curricula`),
+    printed with the run directory."""
     cpu_fallback: bool = False
     """``training.device=auto`` found no accelerator: :func:`build_learner` warns once the env and
     the learner are built."""
@@ -244,7 +247,9 @@ def plan(algo: str, task: str, sim: str, algo_reg, task_reg, backend_reg, cfg: B
          dctx: ddp.DistContext, settings: tuple[Any, RuntimeConfig] | None = None) -> RunPlan:
     """Check everything that can be checked without building (device, CUDA graphs, log directory,
     the checkpoint to resume, async against a device-native backend), seed the process, size the
-    threads and make the env factory.
+    threads and make the env factory. A resumed run's config gets the env curricula's state the
+    checkpoint recorded (:func:`unilab.resume.resume_curricula`): the env factory, and so every
+    collector's env, starts where the checkpoint's envs were.
 
     Args:
         settings: :func:`algo_settings` of ``cfg`` when the caller made them already.
@@ -262,9 +267,11 @@ def plan(algo: str, task: str, sim: str, algo_reg, task_reg, backend_reg, cfg: B
     if dctx.is_main:
         check_log_dir(cfg.training.log_dir)
     resume_path = resume_payload = None
+    resume_lines: list[str] = []
     if cfg.training.resume:
         resume_path = find_resume_checkpoint(cfg.training.resume, cfg.training.log_dir, algo, task)
         resume_payload = read_resume_checkpoint(resume_path, algo, task, cfg.training.max_iterations)
+        cfg, resume_lines = resume_curricula(cfg, getattr(task_reg.item, "curricula", ()), resume_payload)
     seed = dctx.seed(cfg.training.seed)
     seed_everything(seed)
     try:
@@ -298,7 +305,7 @@ def plan(algo: str, task: str, sim: str, algo_reg, task_reg, backend_reg, cfg: B
     )
     cpu_fallback = dctx.device is None and device.type == "cpu" and is_auto(cfg.training.device)
     return RunPlan(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, algo_cfg, runtime, dctx, device, seed,
-                   threads, env_fn, tensor_native, resume_path, resume_payload, cpu_fallback)
+                   threads, env_fn, tensor_native, resume_path, resume_payload, resume_lines, cpu_fallback)
 
 
 def _threads(runtime: RuntimeConfig, nthread: int, device: torch.device) -> dict[str, int]:

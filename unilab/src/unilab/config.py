@@ -126,7 +126,8 @@ class TrainingConfig(BaseModel):
     resume: str | None = Field(
         None,
         description="continue a run: 'latest' (newest run of this algo and task), a run directory or a .pt "
-        "checkpoint; networks, optimizers, normalizers, RNG states and the iteration count are restored, the "
+        "checkpoint; networks, optimizers, normalizers, RNG states, the iteration count and the env curricula the "
+        "task records (g1_walk_flat: the penalty scale, as env.penalty_curriculum.start) are restored, the "
         "replay buffer starts empty, training continues up to max_iterations",
     )
     seed: int = Field(

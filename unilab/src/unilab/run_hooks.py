@@ -64,21 +64,30 @@ class RunDirHooks(RankHooks):
         progress: the progress display or None.
         extra_hooks: further hooks (evaluation) run after these, in order.
         interrupts, dctx, log_interval, max_iterations: as :class:`RankHooks`.
+        curriculum: the env curricula's state, log key -> the value the envs start at
+            (:func:`unilab.resume.curriculum_start`); each key follows the latest value the env
+            logs under it, and every checkpoint records them as its ``curriculum`` entry (which
+            ``training.resume`` and play start from). None or empty: no such entry.
     """
 
     def __init__(self, run_dir: Path, learner, checkpoint_meta: dict[str, Any], keep_checkpoints: int,
                  summary: runs.RunSummary, progress, interrupts: Interrupts, dctx, log_interval: int,
-                 max_iterations: int, extra_hooks: list[RunnerHooks] | None = None) -> None:
+                 max_iterations: int, extra_hooks: list[RunnerHooks] | None = None,
+                 curriculum: dict[str, float] | None = None) -> None:
         super().__init__(interrupts, dctx, log_interval, max_iterations)
         from torch.utils.tensorboard import SummaryWriter
 
         self.run_dir, self.learner, self.meta = run_dir, learner, checkpoint_meta
         self.keep, self.summary, self.progress = keep_checkpoints, summary, progress
         self.extra = list(extra_hooks or [])
+        self.curriculum = dict(curriculum or {})
         self.writer = SummaryWriter(log_dir=str(run_dir))
         self.checkpoint: str | None = None
 
     def after_iteration(self, iteration: int, metrics: dict[str, float], summary: LearnSummary) -> None:
+        for key in self.curriculum:  # the env logs a curriculum only at iterations where episodes ended
+            if key in metrics:
+                self.curriculum[key] = float(metrics[key])
         if self.progress is not None:
             self.progress.update(iteration, metrics, summary_stats(summary))
         if summary.time_to_goal_episode_length and "time_to_goal_episode_length" not in self.summary.data:
@@ -96,6 +105,8 @@ class RunDirHooks(RankHooks):
     def on_checkpoint(self, iteration: int, summary: LearnSummary) -> None:
         with self.interrupts.deferred():
             payload = {"iteration": iteration, "agent": self.learner.state_dict(), "rng": rng_state(), **self.meta}
+            if self.curriculum:
+                payload["curriculum"] = dict(self.curriculum)
             self.checkpoint = runs.save_checkpoint(self.run_dir, iteration, payload, self.keep).name
             self.summary.update(checkpoint=self.checkpoint, **summary_fields(summary))
             for hook in self.extra:

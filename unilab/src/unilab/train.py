@@ -29,6 +29,7 @@ from unilab.build import RunPlan, algo_settings, build_env, build_learner, plan,
 from unilab.errors import RunFailed, UserError
 from unilab.interrupts import Interrupts, TrainingInterrupted
 from unilab.progress import make_progress
+from unilab.resume import curriculum_start
 from unilab.run_hooks import RankHooks, RunDirHooks
 from unilab_rl.async_runtime import collector_policy_device
 from unilab_rl.runner import LearnSummary, RunnerHooks, make_runner
@@ -122,6 +123,7 @@ def _learn_into(run_dir: Path, summary: runs.RunSummary, p: RunPlan, env, learne
         training.keep_checkpoints, summary, make_progress(training.progress, training.max_iterations,
                                                           steps_per_iteration, start=learner.iteration),
         interrupts, p.dctx, training.log_interval, training.max_iterations,
+        curriculum=curriculum_start(p.cfg, getattr(p.task_reg.item, "curricula", ())),
     )
     evaluator = TrainingEvaluator.for_run(p.cfg, p.task_reg, run_dir, steps_per_iteration, hooks.writer, summary.update)
     hooks.extra += [DivergenceHooks(DivergenceMonitor(env.num_envs), summary, training.log_interval,
@@ -148,6 +150,8 @@ def _open_run_dir(p: RunPlan, env, learner, resume: dict | None,
     print(f"run directory: {run_dir}", file=sys.stderr, flush=True)
     if resume:
         print(f"resumed from {resume['path']} at iteration {resume['iteration']}", file=sys.stderr, flush=True)
+        for line in p.resume_lines:  # where the env curricula start
+            print(line, file=sys.stderr, flush=True)
     plugins = {kind: {"name": reg.name, "distribution": reg.distribution, "version": reg.version}
                for kind, reg in (("algo", p.algo_reg), ("task", p.task_reg), ("sim", p.backend_reg),
                                  ("robot", _robot_registration(p.cfg))) if reg is not None}

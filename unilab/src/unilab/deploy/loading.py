@@ -31,6 +31,7 @@ from unilab.config import (
 )
 from unilab.errors import UserError
 from unilab.plugins import ALGORITHMS, BACKENDS, ROBOTS, TASKS, lookup
+from unilab.resume import play_curriculum_overrides
 from unilab.robots.scene import brief_reports
 from unilab_rl.runtime import RuntimeConfig
 
@@ -199,8 +200,9 @@ def run_config(
 ) -> LoadedRun:
     """The run in ``run_dir`` with its config: from its ``run_config.json`` (or a checkpoint's
     ``payload``, whose ``algo``, ``task`` and ``config`` win), with the task's play settings
-    (:data:`PLAY_OVERRIDES`, when ``play``) and ``overrides`` on top, validated, and its plugins
-    resolved. :func:`load_run` calls it with the loaded checkpoint; a caller that needs only the
+    (:data:`PLAY_OVERRIDES`, when ``play``, and then the curricula at the values the checkpoint
+    recorded: :func:`unilab.resume.play_curriculum_overrides`) and ``overrides`` on top, validated,
+    and its plugins resolved. :func:`load_run` calls it with the loaded checkpoint; a caller that needs only the
     config passes an empty ``payload``.
 
     Args:
@@ -226,6 +228,8 @@ def run_config(
     saved = migrate_saved_config(payload.get("config") or saved_run.get("config") or {})
     keys = set(valid_keys(model))
     play_overrides = (getattr(task_reg.item, "play_overrides", None) or PLAY_OVERRIDES.get(task, [])) if play else []
+    if play:  # the curricula where the checkpoint's training left them (the user's overrides still win)
+        play_overrides = [*play_overrides, *play_curriculum_overrides(getattr(task_reg.item, "curricula", ()), payload)]
     play_overrides = [o for o in play_overrides if o.split("=", 1)[0] in keys]
     try:
         user = parse_overrides(list(overrides))

@@ -221,6 +221,9 @@ class PenaltyCurriculum:
 
     Attributes:
         initial, min_scale, max_scale: scale at the start and its bounds (dimensionless).
+        start: the scale a new env starts at instead of ``initial`` (a resumed run starts where its
+            checkpoint's envs were), in [``min_scale``, ``max_scale``]; None: ``initial``. The
+            :attr:`late` factor still counts from ``initial``.
         up_length_s, down_length_s: mean ended-episode length thresholds, s.
         step: change of the scale per reset with episodes past a threshold.
         exempt: names of negative-weight reward terms that always count at full weight (e.g. a
@@ -230,6 +233,9 @@ class PenaltyCurriculum:
             weight with the others: factor (scale - initial) / (max_scale - initial), clamped to
             [0, 1] (see :meth:`late_factor`). For a penalty that charges the stumbling that comes
             before a gait (a roll/pitch rate), so that it shapes the gait once one exists.
+
+    Raises:
+        ValueError: ``start`` outside [``min_scale``, ``max_scale``].
     """
 
     initial: float = 0.1
@@ -240,6 +246,19 @@ class PenaltyCurriculum:
     step: float = 0.01
     exempt: tuple[str, ...] = ()
     late: tuple[str, ...] = ()
+    start: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.start is not None and not self.min_scale <= self.start <= self.max_scale:
+            raise ValueError(
+                f"penalty curriculum start={self.start:g}: expected a scale in [min_scale, max_scale] = "
+                f"[{self.min_scale:g}, {self.max_scale:g}]"
+            )
+
+    @property
+    def start_scale(self) -> float:
+        """The scale a new env starts at: :attr:`start`, or :attr:`initial` when it is None."""
+        return self.initial if self.start is None else self.start
 
     def late_factor(self, scale: float) -> float:
         """The factor of the :attr:`late` terms at penalty scale ``scale``: 0 at :attr:`initial`
@@ -264,8 +283,9 @@ class RewardManager:
     Terms with weight 0 are not evaluated. A non-finite term value counts as 0. With a
     :class:`PenaltyCurriculum`, every negative-weight term is further multiplied by
     :attr:`penalty_scale`, which the curriculum moves each time episodes end (logged as
-    ``Curriculum/penalty_scale``), except the terms the curriculum names in ``exempt`` (factor 1)
-    and in ``late`` (factor :meth:`PenaltyCurriculum.late_factor`, 0 at the start).
+    ``Curriculum/penalty_scale``) from :attr:`PenaltyCurriculum.start_scale`, except the terms the
+    curriculum names in ``exempt`` (factor 1) and in ``late`` (factor
+    :meth:`PenaltyCurriculum.late_factor`, 0 at ``initial``).
 
     Raises:
         ValueError: ``curriculum.exempt`` or ``curriculum.late`` names a term that is not an
@@ -314,7 +334,7 @@ class RewardManager:
         )
         self._late = torch.tensor([k in late for k in self.terms], dtype=torch.bool, device=env.device)
         self.curriculum = curriculum
-        self.penalty_scale = curriculum.initial if curriculum is not None else 1.0
+        self.penalty_scale = curriculum.start_scale if curriculum is not None else 1.0
         self._scale = self._effective_scale()
         self.episode_sums = torch.zeros(env.num_envs, len(self.terms), device=env.device)
         self.last = torch.zeros(env.num_envs, len(self.terms), device=env.device)

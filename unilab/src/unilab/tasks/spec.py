@@ -1,5 +1,5 @@
-"""What a task registers: its settings model, its env builder, its owner YAML defaults and its
-evaluation suites."""
+"""What a task registers: its settings model, its env builder, its owner YAML defaults, its
+evaluation suites and the curricula a resumed run restores."""
 
 from __future__ import annotations
 
@@ -8,6 +8,33 @@ from pathlib import Path
 from typing import Any, Callable
 
 from pydantic import BaseModel
+
+
+@dataclass(frozen=True)
+class CurriculumState:
+    """An env curriculum whose state checkpoints record and a resumed run restores through the
+    config: the envs may live in collector processes, which only the config reaches.
+
+    A checkpoint records the last value the env logged under :attr:`log_key` (its ``curriculum``
+    entry). ``training.resume`` sets :attr:`start_key` to it unless the run's config gives that
+    key; ``unilab play`` does the same below the user's overrides (:mod:`unilab.resume`).
+
+    Attributes:
+        log_key: the env's ``extras["log"]`` entry that holds the state, a float, e.g.
+            ``"Curriculum/penalty_scale"``.
+        start_key: the dotted config key that starts the env's curriculum at a value, e.g.
+            ``"env.penalty_curriculum.start"``; its None starts it at :attr:`initial_key`.
+        initial_key: the dotted config key of the curriculum's own start, e.g.
+            ``"env.penalty_curriculum.initial"``.
+        enabled_key: the dotted boolean config key that turns the curriculum on; None: always on.
+        name: what the line printed at resume calls it, e.g. ``"penalty curriculum"``.
+    """
+
+    log_key: str
+    start_key: str
+    initial_key: str
+    enabled_key: str | None = None
+    name: str = "curriculum"
 
 
 @dataclass(frozen=True)
@@ -27,6 +54,8 @@ class TaskSpec:
         eval_suites: the task's evaluation suites (:class:`unilab.eval.suite.EvalSuite`), the
             first being the default of ``unilab eval`` and of the evaluation during training
             (``training.eval_interval``); empty: the task cannot be evaluated.
+        curricula: the env curricula whose state checkpoints record and resumed runs restore
+            (:class:`CurriculumState`); empty: a resumed run's env starts as a new one.
     """
 
     config_cls: type[BaseModel]
@@ -34,3 +63,4 @@ class TaskSpec:
     owner_configs: Path | None = None
     description: str = ""
     eval_suites: tuple[Any, ...] = ()
+    curricula: tuple[CurriculumState, ...] = ()

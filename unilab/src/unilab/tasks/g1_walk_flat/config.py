@@ -337,6 +337,21 @@ class PenaltyCurriculumConfig(BaseModel):
         "on seeds 1-3 at 2.07-2.77 M env steps with it late, 2.51-2.80 M at full weight; docs/benchmarks.md); "
         "[] for every penalty on the curriculum's scale",
     )
+    start: float | None = Field(
+        None, ge=0.0, le=1.0,
+        description="penalty scale the envs start at, in [min_scale, 1]; null: at initial. training.resume sets "
+        "it to the scale the checkpoint recorded (its last Curriculum/penalty_scale) unless given, and unilab "
+        "play likewise; the late penalties' factor still counts from initial",
+    )
+
+    @model_validator(mode="after")
+    def _start_in_range(self) -> "PenaltyCurriculumConfig":
+        if self.start is not None and self.start < self.min_scale:
+            raise ValueError(
+                f"env.penalty_curriculum.start={self.start:g} is below env.penalty_curriculum.min_scale="
+                f"{self.min_scale:g}; expected a scale in [min_scale, 1] = [{self.min_scale:g}, 1]"
+            )
+        return self
 
 
 class G1WalkFlatConfig(BaseModel):

@@ -331,7 +331,7 @@ def _penalty_curriculum(cfg: G1WalkFlatConfig) -> PenaltyCurriculum | None:
 
     return PenaltyCurriculum(
         initial=c.initial, min_scale=c.min_scale, up_length_s=c.up_length_s,
-        down_length_s=c.down_length_s, step=c.step, exempt=on(c.exempt), late=on(c.late),
+        down_length_s=c.down_length_s, step=c.step, exempt=on(c.exempt), late=on(c.late), start=c.start,
     )
 
 

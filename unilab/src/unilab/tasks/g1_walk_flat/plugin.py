@@ -29,7 +29,7 @@ def unilab_register_tasks(register):
     """Register ``g1_walk_flat``: G1 velocity tracking on flat ground."""
     from unilab.tasks.g1_walk_flat.config import G1WalkFlatConfig
     from unilab.tasks.g1_walk_flat.env_cfg import make_env
-    from unilab.tasks.spec import TaskSpec
+    from unilab.tasks.spec import CurriculumState, TaskSpec
 
     register(
         "g1_walk_flat",
@@ -39,5 +39,12 @@ def unilab_register_tasks(register):
             owner_configs=Path(__file__).parent / "configs",
             description="Unitree G1 29-DoF tracks base velocity commands on flat ground",
             eval_suites=(walking_suite(),),
+            curricula=(
+                CurriculumState(
+                    log_key="Curriculum/penalty_scale", start_key="env.penalty_curriculum.start",
+                    initial_key="env.penalty_curriculum.initial", enabled_key="env.penalty_curriculum.enabled",
+                    name="penalty curriculum",
+                ),
+            ),
         ),
     )
