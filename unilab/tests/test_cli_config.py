@@ -62,6 +62,19 @@ def test_a_boolean_for_a_float_setting_is_one_error_line():
     ], result.stderr
 
 
+@pytest.mark.parametrize("device, ok", [("gpu", False), ("cuda0", False), ("cuda:1", True), ("mps", True)])
+def test_a_device_name_torch_does_not_know_is_refused_by_config_as_by_train(device, ok):
+    """``unilab config`` checks the device's spelling (whether the machine has it is train's check)."""
+    result = config("--algo", "sac", "--task", "g1_walk_flat", f"training.device={device}")
+    if ok:
+        assert result.returncode == 0 and f"device: {device}" in result.stdout, result.stderr
+    else:
+        assert result.returncode == 2 and [ln for ln in result.stderr.splitlines() if ln.strip()] == [
+            f"error: invalid value for training.device: '{device}' (expected auto, cpu, cuda, cuda:N, xpu, xpu:N "
+            f"or mps)"
+        ], result.stderr
+
+
 def test_errors_show_booleans_as_yaml_spells_them():
     for args, line in (
         (["--algo", "flashsac", "--task", "g1_walk_flat", "algo.equivariant_actor=true", "algo.symmetry=false"],
@@ -82,7 +95,7 @@ def test_errors_show_booleans_as_yaml_spells_them():
     (["env.penalty_curriculum.exempt=[ang_vel_xy]"],  # late lists it by default
      "error: invalid env: env.penalty_curriculum.late: 'ang_vel_xy' is also in env.penalty_curriculum.exempt; "
      "expected a penalty either at full weight from the start (exempt) or from zero (late; its default is "
-     "['ang_vel_xy'])",
+     "['ang_vel_xy']: to exempt that one, also set env.penalty_curriculum.late=[])",
      ["env.penalty_curriculum.exempt=[ang_vel_xy]", "env.penalty_curriculum.late=[]"]),
 ], ids=["exempt twice", "exempt and late"])
 def test_a_penalty_list_that_does_not_fit_is_one_error_line(bad, line, good):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+import re
 import types
 import typing
 from pathlib import Path
@@ -135,7 +136,11 @@ class TrainingConfig(BaseModel):
     )
     log_dir: str = Field("logs", description="root of the run directories")
     no_play: bool = Field(False, description="skip play + export after training")
-    device: str = Field("auto", description="learner device: auto, cuda, cuda:N, xpu, mps or cpu")
+    device: str = Field(
+        "auto",
+        description="learner device: auto, cuda, cuda:N, xpu, xpu:N, mps or cpu (whether this machine has it is "
+        "checked when the run starts)",
+    )
     devices: list[int | str] | str | None = Field(
         None,
         description="several learners, one rank each (torch.distributed): CUDA indices [0,1] (NCCL) "
@@ -162,6 +167,15 @@ class TrainingConfig(BaseModel):
         description="true: progress bar; false: none; unset: a bar in a terminal, else a plain "
         "line (iteration, env steps/s, mean reward, mean episode length) every 10 s",
     )
+
+    @field_validator("device")
+    @classmethod
+    def _device_is_a_device_name(cls, value: str) -> str:
+        # Only the spelling is checked here, so that `unilab config` refuses what `unilab train`
+        # would; whether this machine has the device is checked when the run starts.
+        if not re.fullmatch(r"auto|cpu|mps|(cuda|xpu)(:[0-9]+)?", value):
+            raise ValueError("expected auto, cpu, cuda, cuda:N, xpu, xpu:N or mps")
+        return value
 
 
 # ============================================================================ dataclass -> model
@@ -512,6 +526,9 @@ def _config_error(model: type[BaseModel], tree: dict, errors: list[dict]) -> Con
         what = f"a list of {length} numbers" + (f" {names}" if names else "")
         example = f"{key}=[{_example(length)}]"
         return ConfigError(f"invalid value for {key}: {as_typed(given)} (expected {what}, e.g. {example})", key)
+    if err["type"] == "value_error":  # a field's own check: its message as written (it may name cuda:N)
+        return ConfigError(f"invalid value for {key}: {as_typed(err.get('input'))} "
+                           f"({err['msg'].removeprefix('Value error, ')})", key)
     return ConfigError(f"invalid value for {key}: {as_typed(err.get('input'))} ({err['msg'].lower()})", key)
 
 

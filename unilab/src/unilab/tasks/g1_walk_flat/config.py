@@ -426,6 +426,6 @@ class G1WalkFlatConfig(BaseModel):
             raise ValueError(
                 f"env.penalty_curriculum.late: {both[0]!r} is also in env.penalty_curriculum.exempt; "
                 f"expected a penalty either at full weight from the start (exempt) or from zero (late; "
-                f"its default is ['ang_vel_xy'])"
+                f"its default is ['ang_vel_xy']: to exempt that one, also set env.penalty_curriculum.late=[])"
             )
         return self
