@@ -14,6 +14,7 @@ import json
 import shutil
 from pathlib import Path
 
+import mujoco
 import pytest
 import torch
 from typer.testing import CliRunner
@@ -280,6 +281,74 @@ def test_policy_onnx_alone_is_enough(walk_run, tmp_path):
         f.unlink()
     report = short_eval(run, None, ["stand"], suite=walking(settle_s=0.0, measure_s=0.2))
     assert report.record["policy"]["file"] == "policy.onnx" and report.json_path == run / "eval_walking_cases.json"
+
+
+def test_a_transfer_evaluates_on_sphere_feet_and_leaves_the_runs_score_alone(walk_run, capsys):
+    """--transfer robot.feet=spheres: the env has four sole spheres per foot, the record (its own
+    file) and the table's header say which model it ran on against the one it trained on, and
+    run_summary.json's eval entry is untouched."""
+    from unilab.eval import runner
+
+    before = json.loads((walk_run / "run_summary.json").read_text()).get("eval")
+    original, session_cls = runner.task_suites, runner.EvalSession
+    built = {}
+
+    class Recording(session_cls):
+        def __post_init__(self) -> None:
+            super().__post_init__()
+            model = self.env.backend.model
+            foot = model.body(g1.G1.feet[0]).id
+            built["spheres"] = sum(int(model.geom_bodyid[g] == foot and model.geom_contype[g] != 0
+                                       and model.geom_type[g] == mujoco.mjtGeom.mjGEOM_SPHERE)
+                                   for g in range(model.ngeom))
+
+    runner.task_suites = lambda reg: (walking(settle_s=0.0, measure_s=0.2),)
+    runner.EvalSession = Recording
+    try:
+        report = evaluate(str(walk_run), num_envs=1, show_progress=False, overrides=["robot.feet=spheres"],
+                          transfer=True)
+    finally:
+        runner.task_suites, runner.EvalSession = original, session_cls
+    assert built["spheres"] == 4
+    assert report.json_path == walk_run / "eval_walking_transfer.json"
+    record = json.loads(report.json_path.read_text())
+    assert record["robot"]["feet"] == "spheres"
+    assert record["transfer"] == {
+        "settings": ["robot.feet=spheres"],
+        "trained_robot": {"name": "g1", "mjcf": None, "actuators": "project", "feet": "model"},
+        "text": "robot.feet=spheres (trained with robot.feet=model)",
+    }
+    assert "transfer: robot.feet=spheres (trained with robot.feet=model)" in capsys.readouterr().out
+    assert json.loads((walk_run / "run_summary.json").read_text()).get("eval") == before
+
+
+def test_robot_settings_other_than_the_model_file_need_transfer(walk_run):
+    run = str(walk_run)
+    one_error_line(["eval", run, "robot.feet=spheres"],
+                   "unilab eval takes robot.mjcf=FILE only (the run's model file at a new path), got "
+                   "'robot.feet=spheres'")
+    one_error_line(["eval", run, "--transfer", "training.seed=3"],
+                   "--transfer: 'training.seed=3' is not a robot model setting; expected robot.mjcf=FILE, "
+                   "robot.feet=model|spheres or robot.actuators=project|file")
+    one_error_line(["eval", run, "--transfer"], "--transfer: name the model to evaluate on")
+    one_error_line(["eval", run, "--transfer", "robot.feet=cubes", "--case", "stand"], "robot.feet", "cubes")
+
+
+def test_an_onnx_policy_for_another_action_width_is_one_error(walk_run):
+    """The ONNX layout check covers the actions too (a transfer model with other actuators)."""
+    from types import SimpleNamespace
+
+    from unilab.errors import UserError
+    from unilab.eval.policy import OnnxPolicy, check_onnx_layout, read_metadata
+
+    path = walk_run / "policy.onnx"
+    meta, policy = read_metadata(path), OnnxPolicy(path)
+    group = meta["observation"].get("group", "actor")
+    fits = SimpleNamespace(obs_dims={group: policy.dim}, num_actions=policy.num_actions)
+    assert policy.num_actions and check_onnx_layout(meta, policy, fits, path) == group
+    other = SimpleNamespace(obs_dims={group: policy.dim}, num_actions=policy.num_actions + 2)
+    with pytest.raises(UserError, match=f"writes {policy.num_actions} actions; the env takes {policy.num_actions + 2}"):
+        check_onnx_layout(meta, policy, other, path)
 
 
 # ============================================================================ tracking

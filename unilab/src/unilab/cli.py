@@ -159,6 +159,10 @@ def _echo_play_and_export(run_dir) -> None:
 
 _RUN_HELP = "run directory, or 'latest' (the newest run under --log-dir)"
 _MODEL_FILE_HELP = "robot.mjcf=FILE: the model file the run trained on, at its new path (the only setting taken)"
+_EVAL_OVERRIDES_HELP = (
+    "robot.mjcf=FILE: the model file the run trained on, at its new path (the only setting taken); with "
+    "--transfer: robot.mjcf=FILE, robot.feet=model|spheres, robot.actuators=project|file, the model to evaluate on"
+)
 
 
 @app.command(cls=HelpCommand, context_settings={"allow_extra_args": False})
@@ -261,14 +265,21 @@ def eval_command(
     ),
     seed: int = typer.Option(0, "--seed", help="seed of the env's draws"),
     log_dir: str = typer.Option("logs", "--log-dir", help="where 'latest' looks"),
-    overrides: Optional[List[str]] = typer.Argument(None, help=_MODEL_FILE_HELP),
+    transfer: bool = typer.Option(
+        False, "--transfer",
+        help="evaluate on another robot model than the run trained on (robot.mjcf, robot.feet, robot.actuators "
+        "after the run); the record goes to <run>/eval_<suite>_transfer.json, not run_summary.json",
+    ),
+    overrides: Optional[List[str]] = typer.Argument(None, help=_EVAL_OVERRIDES_HELP),
 ) -> None:
     """Evaluate the deterministic policy with the task's suite: a table, a JSON record and an
     'eval' entry in run_summary.json (docs/eval.md).
 
     Works from a checkpoint or from policy.onnx alone. robot.mjcf=FILE names the run's model file
-    at a new path. Exit 0 whether or not the suite passes (the verdict is in the output), 2 on bad
-    input.
+    at a new path. --transfer robot.feet=spheres (or robot.mjcf=FILE, robot.actuators=file)
+    evaluates the policy on another robot model, a sim-to-sim transfer check whose record never
+    replaces the run's own. Exit 0 whether or not the suite passes (the verdict is in the output),
+    2 on bad input.
     """
     from unilab.eval.runner import evaluate
     from unilab.train import UserError
@@ -276,7 +287,7 @@ def eval_command(
     cases = [c.strip() for item in case or [] for c in item.split(",") if c.strip()] or None
     try:
         evaluate(run, checkpoint=checkpoint, suite=suite, cases=cases, num_envs=num_envs, json_path=json_out,
-                 log_dir=log_dir, seed=seed, overrides=overrides or [])
+                 log_dir=log_dir, seed=seed, overrides=overrides or [], transfer=transfer)
     except UserError as exc:
         _fail(str(exc))
 

@@ -93,6 +93,55 @@ def model_file_overrides(overrides: list[str] | tuple[str, ...], command: str) -
     return list(overrides)
 
 
+TRANSFER_KEYS: tuple[str, ...] = ("robot.mjcf", "robot.feet", "robot.actuators")
+"""The settings ``unilab eval --transfer`` takes: which robot model the run's policy is evaluated
+on (:func:`transfer_overrides`)."""
+
+
+def transfer_overrides(overrides: list[str] | tuple[str, ...]) -> list[str]:
+    """The overrides of ``unilab eval --transfer``: the robot model to evaluate the run's policy on
+    instead of the one it trained on (``robot.mjcf=FILE``, ``robot.feet=model|spheres``,
+    ``robot.actuators=project|file``), for a sim-to-sim transfer check. Other settings would change
+    the task rather than the model; the values are checked when the config is validated.
+
+    Args:
+        overrides: ``key=value`` items from the command line.
+
+    Returns:
+        ``overrides`` as a list.
+
+    Raises:
+        UserError: no item at all, or an item whose key is not one of :data:`TRANSFER_KEYS` (one
+            line naming it and what is accepted).
+    """
+    accepted = "robot.mjcf=FILE, robot.feet=model|spheres or robot.actuators=project|file"
+    if not overrides:
+        raise UserError(f"--transfer: name the model to evaluate on after the run: {accepted}")
+    for item in overrides:
+        if "=" not in item or item.split("=", 1)[0].strip() not in TRANSFER_KEYS:
+            raise UserError(f"--transfer: {item!r} is not a robot model setting; expected {accepted} "
+                            f"(other settings are the run's)")
+    return list(overrides)
+
+
+def transfer_summary(overrides: list[str] | tuple[str, ...], trained: dict[str, Any],
+                     evaluated: dict[str, Any]) -> str:
+    """One line naming the model a transfer evaluation ran on against the one the run trained on,
+    for the keys ``overrides`` set, e.g. ``robot.feet=spheres (trained with robot.feet=model)``.
+
+    Args:
+        overrides: the ``--transfer`` items (:func:`transfer_overrides`).
+        trained, evaluated: :func:`unilab.robots.robot_settings` of the run's robot and of the
+            robot evaluated on (``mjcf`` None reads ``built-in``).
+    """
+    keys = list(dict.fromkeys(item.split("=", 1)[0].strip() for item in overrides))
+
+    def show(settings: dict[str, Any]) -> str:
+        return ", ".join(f"{k}={settings.get(k.split('.', 1)[1]) or 'built-in'}" for k in keys)
+
+    return f"{show(evaluated)} (trained with {show(trained)})"
+
+
 @dataclass
 class LoadedRun(RunPlugins):
     """A run directory with a loaded checkpoint and its (play) config.
@@ -590,7 +639,8 @@ def relative_to_run(path: Path, run_dir: Path) -> str:
 
 
 __all__ = [
-    "LoadedRun", "MODEL_FILE_KEY", "PLAY_OVERRIDES", "Rollout", "is_final_checkpoint", "load_run", "make_env",
-    "make_policy", "model_file_overrides", "read_run_config", "record_result", "relative_to_run",
-    "resolve_checkpoint", "rollout", "run_checkpoints", "run_config", "update_summary",
+    "LoadedRun", "MODEL_FILE_KEY", "PLAY_OVERRIDES", "Rollout", "TRANSFER_KEYS", "is_final_checkpoint", "load_run",
+    "make_env", "make_policy", "model_file_overrides", "read_run_config", "record_result", "relative_to_run",
+    "resolve_checkpoint", "rollout", "run_checkpoints", "run_config", "transfer_overrides", "transfer_summary",
+    "update_summary",
 ]

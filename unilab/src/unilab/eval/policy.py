@@ -27,6 +27,7 @@ class OnnxPolicy:
 
     Attributes:
         dim: the input width (observation columns).
+        num_actions: the output width (actions), None when the graph leaves it symbolic.
         metadata: the file's ``metadata_props``, JSON-decoded
             (:func:`unilab.deploy.export.read_metadata`).
 
@@ -51,6 +52,8 @@ class OnnxPolicy:
             raise UserError(f"cannot load {path}: {str(exc).splitlines()[0]}") from None
         self.input = self.session.get_inputs()[0].name
         self.dim = int(self.session.get_inputs()[0].shape[1])
+        out = self.session.get_outputs()[0].shape
+        self.num_actions = out[1] if len(out) == 2 and isinstance(out[1], int) else None  # None: a symbolic width
         self.metadata = read_metadata(path)
 
     def __call__(self, obs: torch.Tensor) -> torch.Tensor:
@@ -144,10 +147,11 @@ def check_onnx_layout(meta: dict[str, Any], policy: OnnxPolicy, env, path: Path)
     """Check that the ONNX policy reads the observation the env builds; return its group.
 
     Compares the metadata's observation group, width and terms (name and column slice) with
-    ``env.obs_dims`` and ``env.observation_manager.layout`` (when the env has one).
+    ``env.obs_dims`` and ``env.observation_manager.layout`` (when the env has one), and the
+    graph's action width with ``env.num_actions`` (e.g. a model file with other actuators).
 
     Raises:
-        UserError: naming the first term (or the width) that differs.
+        UserError: naming the first term (or the width) that differs, or the action widths.
     """
     from unilab.errors import UserError
 
@@ -170,6 +174,10 @@ def check_onnx_layout(meta: dict[str, Any], policy: OnnxPolicy, env, path: Path)
     if policy.dim != int(env.obs_dims[group]) or int(obs.get("dim", policy.dim)) != policy.dim:
         raise UserError(f"{path} reads {policy.dim} observation columns; the env's {group!r} group has "
                         f"{env.obs_dims[group]}")
+    actions = getattr(policy, "num_actions", None)
+    if actions is not None and getattr(env, "num_actions", actions) != actions:
+        raise UserError(f"{path} writes {actions} actions; the env takes {env.num_actions} (was it exported from "
+                        f"a run on another robot model?)")
     return group
 
 

@@ -2,10 +2,12 @@
 ``run_summary.json``.
 
 The JSON record (schema :data:`SCHEMA`) holds the suite's result (:class:`SuiteResult`: headline,
-verdict, one entry per case) and where it came from: run, task, algo, the robot (``robot``:
-``name``, ``mjcf``, the model file's absolute path or null for the robot's own model,
-``actuators`` and ``feet``), the evaluated file (checkpoint or ONNX) and its iteration, rows per case, seed,
-the settings the env was built with, the wall time and env steps the evaluation took.
+verdict, one entry per case) and where it came from: run, task, algo, the robot evaluated on
+(``robot``: ``name``, ``mjcf``, the model file's absolute path or null for the robot's own model,
+``actuators`` and ``feet``; ``transfer``: null, or for ``unilab eval --transfer`` the model the
+run trained on and a one-line comparison), the evaluated file (checkpoint or ONNX) and its
+iteration, rows per case, seed, the settings the env was built with, the wall time and env steps
+the evaluation took.
 docs/eval.md says what every figure means.
 """
 
@@ -39,9 +41,13 @@ def make_record(
     overrides: list[str],
     wall_time_s: float,
     robot: dict[str, Any] | None = None,
+    transfer: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The JSON record of one evaluation (module docstring). ``robot``: the run's robot settings
-    (:func:`unilab.robots.robot_settings`: name, model file or null, actuators, feet)."""
+    """The JSON record of one evaluation (module docstring). ``robot``: the robot settings
+    evaluated on (:func:`unilab.robots.robot_settings`: name, model file or null, actuators,
+    feet). ``transfer``: for an evaluation on another model than the run trained on, ``settings``
+    (the ``robot.*`` items), ``trained_robot`` (the run's robot settings) and ``text`` (one line:
+    evaluated vs trained); None otherwise."""
     import unilab
 
     return {
@@ -50,6 +56,7 @@ def make_record(
         "task": task,
         "algo": algo,
         "robot": robot,
+        "transfer": transfer,
         "run": str(run_dir),
         "policy": {"kind": policy_kind, "file": policy_file, "iteration": iteration, "final": final},
         "headline": result.headline,
@@ -113,6 +120,9 @@ def print_report(result: SuiteResult, record: dict[str, Any], file=None) -> None
     layout = result.settings.get("layout") or f"{record['num_envs']} rows per case"
     title = (f"{result.suite}: {record['task']} {p['kind']} {p['file']} (iteration {p['iteration']}), "
              f"{layout}, {record['rows']} env rows")
+    transfer = record.get("transfer")
+    if transfer:  # a transfer evaluation says so above its table, and on which model
+        console.print(f"transfer: {transfer['text']}", style="bold", markup=False)
     table = Table(*result.columns, title=title, title_justify="left")
     for row in result.rows:
         style = None if row[-1].startswith("pass") else "red"

@@ -74,6 +74,7 @@ class EvalSession:
     suite: EvalSuite = field(init=False)
     plan: Plan = field(init=False)
     loaded: Any = field(init=False)
+    trained_robot: dict[str, Any] = field(init=False)
     env: Any = field(init=False, default=None)
 
     def __post_init__(self) -> None:
@@ -86,6 +87,7 @@ class EvalSession:
             self.suite = self.suite_name
         else:
             self.suite = pick_suite(task_suites(base.task_reg), self.suite_name, base.task)
+        self.trained_robot = robot_settings(getattr(base.cfg, "robot", None))  # before any robot.* override
         num_envs = self.num_envs
         if num_envs is None and self.for_training:
             num_envs = self.suite.training_num_envs
@@ -155,6 +157,7 @@ def evaluate(
     print_table: bool = True,
     show_progress: bool | None = None,
     overrides: list[str] | tuple[str, ...] = (),
+    transfer: bool = False,
 ) -> EvalReport:
     """Evaluate a run's policy with one of its task's suites; print, write and record the result.
 
@@ -173,24 +176,33 @@ def evaluate(
         show_progress: a progress bar on stderr (None: when stderr is a terminal).
         overrides: ``robot.mjcf=FILE`` alone, the run's model file at a new path
             (:func:`unilab.deploy.loading.model_file_overrides`); the record's ``robot`` block and
-            ``overrides`` name the file used.
+            ``overrides`` name the file used. With ``transfer``: the robot model to evaluate on
+            instead of the run's (:func:`unilab.deploy.loading.transfer_overrides`).
+        transfer: a sim-to-sim transfer check: the policy is evaluated on the robot model the
+            ``robot.*`` overrides describe (its observation and action layout checked against the
+            env as for any evaluation). Its record (``transfer``: the settings, the trained and
+            evaluated robots) goes to ``<run>/eval_<suite>_transfer.json`` by default (with
+            ``cases``, ``eval_<suite>_cases_transfer.json``; another checkpoint's iteration after
+            them) and never into ``run_summary.json``: the run's own score stays its own.
 
     Returns:
-        The :class:`EvalReport`. A whole-suite record (no ``cases``) also goes into
-        ``run_summary.json`` (:func:`unilab.eval.report.record_in_summary`).
+        The :class:`EvalReport`. A whole-suite record (no ``cases``, no ``transfer``) also goes
+        into ``run_summary.json`` (:func:`unilab.eval.report.record_in_summary`).
 
     Raises:
         UserError: no such run, file, suite or case; a checkpoint or ONNX that does not fit the
-            run's task or observation; an override other than ``robot.mjcf``; an env that cannot
-            be built (one line each).
+            run's task or observation (on the transfer model too); an override other than
+            ``robot.mjcf`` (with ``transfer``: other than ``robot.mjcf``, ``robot.feet``,
+            ``robot.actuators``), or a value those settings do not take; an env that cannot be
+            built (one line each).
     """
     import sys
 
     from unilab import runs
-    from unilab.deploy.loading import model_file_overrides
+    from unilab.deploy.loading import model_file_overrides, transfer_overrides, transfer_summary
     from unilab.errors import UserError
 
-    overrides = model_file_overrides(overrides, "eval")
+    overrides = transfer_overrides(overrides) if transfer else model_file_overrides(overrides, "eval")
 
     try:
         run_dir = runs.resolve_run_dir(run, log_dir)
@@ -228,19 +240,26 @@ def evaluate(
     iteration = iteration_of(path, payload, meta)
     from unilab.deploy.loading import relative_to_run
 
+    robot = robot_settings(getattr(session.loaded.cfg, "robot", None))
+    moved = None
+    if transfer:
+        moved = {"settings": list(overrides), "trained_robot": session.trained_robot,
+                 "text": transfer_summary(overrides, session.trained_robot, robot)}
     record = make_record(
         result, run_dir=run_dir, task=session.loaded.task, algo=session.loaded.algo,
         policy_kind="onnx" if onnx else "checkpoint", policy_file=relative_to_run(path, run_dir),
         iteration=iteration, final=final, num_envs=session.plan.num_envs, rows=session.plan.rows, seed=seed,
         overrides=session.settings, wall_time_s=time.perf_counter() - t0,
-        robot=robot_settings(getattr(session.loaded.cfg, "robot", None)),
+        robot=robot, transfer=moved,
     )  # fmt: skip
-    # A run's eval_<suite>.json and run_summary.json hold whole-suite records; a --case selection
-    # goes to eval_<suite>_cases[_<iteration>].json and leaves them as they are.
+    # A run's eval_<suite>.json and run_summary.json hold whole-suite records of the model it
+    # trained on; a --case selection goes to eval_<suite>_cases[_<iteration>].json, a transfer to
+    # eval_<suite>[_cases]_transfer[_<iteration>].json, and both leave them as they are.
     stem = f"eval_{result.suite}_cases" if cases else f"eval_{result.suite}"
+    stem += "_transfer" if transfer else ""
     name = f"{stem}.json" if final else f"{stem}_{iteration}.json"
     out = write_record(Path(json_path) if json_path else run_dir / name, record)
-    if not cases:
+    if not cases and not transfer:
         record_in_summary(run_dir, record)
     if print_table:
         print_report(result, record)
