@@ -326,7 +326,7 @@ def test_robot_settings_other_than_the_model_file_need_transfer(walk_run):
     run = str(walk_run)
     one_error_line(["eval", run, "robot.feet=spheres"],
                    "unilab eval takes robot.mjcf=FILE only (the run's model file at a new path), got "
-                   "'robot.feet=spheres'")
+                   "'robot.feet=spheres'", "unilab eval --transfer evaluates on another robot model")
     one_error_line(["eval", run, "--transfer", "training.seed=3"],
                    "--transfer: 'training.seed=3' is not a robot model setting; expected robot.mjcf=FILE, "
                    "robot.feet=model|spheres or robot.actuators=project|file")

@@ -259,3 +259,18 @@ def test_a_second_play_of_a_checkpoint_keeps_the_first_video(run_dir, monkeypatc
     assert Path(third.video.path) == videos / f"play_{it}_3.mp4"
     assert any(line.startswith(f"video: {videos / f'play_{it}_2.mp4'}") for line in second.lines())
     assert summary(run_dir)["video"] == f"videos/play_{it}_3.mp4"
+
+
+@pytest.mark.parametrize("terminated, words", [
+    (0, "(3 episodes, none terminated: they timed out or were cut by the end of play)"),
+    (1, "(3 episodes, 1 terminated, the others timed out or were cut by the end of play)"),
+    (3, "(3 episodes, all terminated)"),
+])
+def test_the_episode_line_says_how_the_episodes_ended(terminated, words):
+    from unilab.deploy.play import PlayResult
+
+    result = PlayResult(run_dir=Path("."), checkpoint="model_1.pt", iteration=1, num_envs=3, steps=10,
+                        step_dt=0.02, episode_returns=torch.ones(3), episode_lengths=torch.full((3,), 10.0),
+                        episodes_terminated=terminated, overrides=[], observations=torch.zeros(1))
+    line = next(ln for ln in result.lines() if ln.startswith("episode return"))
+    assert line.endswith(words), line

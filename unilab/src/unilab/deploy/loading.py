@@ -88,7 +88,8 @@ def model_file_overrides(overrides: list[str] | tuple[str, ...], command: str) -
         if item.split("=", 1)[0].strip() != MODEL_FILE_KEY or "=" not in item:
             raise UserError(
                 f"unilab {command} takes {MODEL_FILE_KEY}=FILE only (the run's model file at a new path), "
-                f"got {item!r}; other settings are the run's (unilab play takes overrides)"
+                f"got {item!r}; other settings are the run's (unilab play takes overrides"
+                f"{'; unilab eval --transfer evaluates on another robot model' if command == 'eval' else ''})"
             )
     return list(overrides)
 

@@ -99,12 +99,15 @@ class PlayResult:
     def lines(self) -> list[str]:
         """Human-readable report, one item per line."""
         s = self.summary()
+        n, ended = self.episodes_terminated, s["episodes"]
+        how = ("none terminated: they timed out or were cut by the end of play" if n == 0
+               else "all terminated" if n == ended
+               else f"{n} terminated, the others timed out or were cut by the end of play")
         out = [
             f"play: {self.checkpoint} (iteration {self.iteration}), {self.num_envs} envs x {self.steps} "
             f"steps ({s['duration_s']:g} s at {1.0 / self.step_dt:g} Hz)",
             f"episode return {s['episode_return_mean']:.3f} +- {s['episode_return_std']:.3f}, length "
-            f"{s['episode_length_mean']:.1f} steps ({s['episodes']} episodes, "
-            f"{self.episodes_terminated} terminated, the others timed out or cut by the end of play)",
+            f"{s['episode_length_mean']:.1f} steps ({ended} episodes, {how})",
         ]
         if self.overrides:  # the play settings, then the user's: what the policy was asked to do
             out.append(f"settings: {' '.join(self.overrides)}")
