@@ -54,7 +54,9 @@ as training builds it (:func:`unilab.robots.scene.build_scene`: the task's senso
 options and keyframes added; drives per ``--actuators``, default ``project``), with the same kp
 scale and settling. Run the same grid with and without it to compare with the built-in model, e.g.
 ``--nworld 1024 --threads 1,16 --variants bare,uni --memory-nworld 0 --bridge-nworld 0``.
-``--feet spheres`` builds the feet as ``robot.feet=spheres`` does (four sole spheres per foot).
+``--feet spheres`` builds the feet as ``robot.feet=spheres`` does (four sole spheres per foot);
+``--feet project`` as ``robot.feet=project`` does (the G1 description's seven sole capsules per
+foot, e.g. on a user's ``--mjcf``).
 
 The compact table is printed last; ``--out`` writes everything as JSON.
 """
@@ -777,8 +779,9 @@ def main(argv=None) -> int:
                    help="drives of --mjcf: the project's (default) or the file's, as robot.actuators")
     p.add_argument("--kp-scale", type=float, default=KP_SCALE,
                    help=f"position gains x this, so the robot stands without a policy (default {KP_SCALE:g})")
-    p.add_argument("--feet", choices=("model", "spheres"), default="model",
-                   help="foot collision as robot.feet: the model's geoms (default) or four sole spheres per foot")
+    p.add_argument("--feet", choices=("model", "spheres", "project"), default="model",
+                   help="foot collision as robot.feet: the model's geoms (default), four sole spheres per foot, "
+                        "or project: the G1 description's sole capsules")
     p.add_argument("--memory-probe", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--probe-persistent", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)

@@ -168,7 +168,7 @@ def test_a_boolean_for_a_number_is_refused_not_read_as_one_or_zero(model, overri
 
 
 @pytest.mark.parametrize("override, expected", [
-    ("robot.feet=true", "invalid value for robot.feet: true (input should be 'model' or 'spheres')"),
+    ("robot.feet=true", "invalid value for robot.feet: true (input should be 'model', 'spheres' or 'project')"),
     ("robot.actuators=false", "invalid value for robot.actuators: false (input should be 'project' or 'file')"),
     ("robot.name=null", "invalid value for robot.name: null (input should be a valid string)"),
 ])
@@ -176,6 +176,19 @@ def test_a_boolean_or_null_for_a_name_reads_as_typed(model, override, expected):
     with pytest.raises(ConfigError) as err:
         resolve_config(model, [], [override])
     assert str(err.value) == expected
+
+
+@pytest.mark.parametrize("feet", ["model", "spheres", "project"])
+def test_robot_feet_takes_its_three_choices(model, feet):
+    assert resolve_config(model, [], [f"robot.feet={feet}"]).robot.feet == feet
+    assert resolve_config(model, [], []).robot.feet == "model"  # the default
+
+
+def test_robot_feet_refuses_another_value_naming_the_key_and_the_choices(model):
+    with pytest.raises(ConfigError) as err:
+        resolve_config(model, [], ["robot.feet=bogus"])
+    assert str(err.value) == "invalid value for robot.feet: 'bogus' (input should be 'model', 'spheres' or 'project')"
+    assert err.value.key == "robot.feet"
 
 
 def test_a_boolean_for_a_number_in_a_yaml_file_is_refused_and_ints_for_floats_stay_accepted(tmp_path, model):

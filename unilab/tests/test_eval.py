@@ -322,6 +322,42 @@ def test_a_transfer_evaluates_on_sphere_feet_and_leaves_the_runs_score_alone(wal
     assert json.loads((walk_run / "run_summary.json").read_text()).get("eval") == before
 
 
+def test_a_transfer_to_a_users_file_with_the_projects_soles(walk_run, tmp_path):
+    """--transfer robot.mjcf=FILE robot.feet=project: the built-in run's policy is evaluated on a
+    meshed G1 whose feet collide through the G1's seven sole capsules each, not the file's spheres,
+    and friction randomization finds those capsules."""
+    from unilab.eval import runner
+    from unilab.robots.testing import write_meshed_g1
+
+    mjcf = write_meshed_g1(tmp_path / "user_g1")
+    original, session_cls = runner.task_suites, runner.EvalSession
+    built = {}
+
+    class Recording(session_cls):
+        def __post_init__(self) -> None:
+            super().__post_init__()
+            model = self.env.backend.model
+            foot = model.body(g1.G1.feet[0]).id
+            colliding = [g for g in range(model.ngeom) if model.geom_bodyid[g] == foot and model.geom_contype[g]]
+            built["soles"] = [(model.geom(g).name, int(model.geom_type[g])) for g in colliding]
+            built["randomized"] = {self.env.meta.geom_names[g] for g in self.env.meta.collision_geom_ids(g1.G1.feet)}
+
+    runner.task_suites = lambda reg: (walking(settle_s=0.0, measure_s=0.2),)
+    runner.EvalSession = Recording
+    try:
+        report = evaluate(str(walk_run), num_envs=1, show_progress=False, transfer=True,
+                          overrides=[f"robot.mjcf={mjcf}", "robot.feet=project"])
+    finally:
+        runner.task_suites, runner.EvalSession = original, session_cls
+    capsule = int(mujoco.mjtGeom.mjGEOM_CAPSULE)
+    assert built["soles"] == [(f"{g1.G1.feet[0]}_sole{i}", capsule) for i in range(7)]
+    assert built["randomized"] == {f"{body}_sole{i}" for body in g1.G1.feet for i in range(7)}
+    record = json.loads(report.json_path.read_text())
+    assert record["robot"] == {"name": "g1", "mjcf": str(mjcf), "actuators": "project", "feet": "project"}
+    assert record["transfer"]["text"] == (f"robot.mjcf={mjcf}, robot.feet=project (trained with robot.mjcf=built-in, "
+                                          "robot.feet=model)")
+
+
 def test_robot_settings_other_than_the_model_file_need_transfer(walk_run):
     run = str(walk_run)
     one_error_line(["eval", run, "robot.feet=spheres"],
@@ -329,7 +365,7 @@ def test_robot_settings_other_than_the_model_file_need_transfer(walk_run):
                    "'robot.feet=spheres'", "unilab eval --transfer evaluates on another robot model")
     one_error_line(["eval", run, "--transfer", "training.seed=3"],
                    "--transfer: 'training.seed=3' is not a robot model setting; expected robot.mjcf=FILE, "
-                   "robot.feet=model|spheres or robot.actuators=project|file")
+                   "robot.feet=model|spheres|project or robot.actuators=project|file")
     one_error_line(["eval", run, "--transfer"], "--transfer: name the model to evaluate on")
     one_error_line(["eval", run, "--transfer", "robot.feet=cubes", "--case", "stand"], "robot.feet", "cubes")
 

@@ -11,6 +11,7 @@ actuator choices.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -26,8 +27,18 @@ import pytest
 import torch
 from rich.console import Console
 
+from unilab.robots import SoleGeom
+from unilab.robots import g1
 from unilab.robots.g1 import G1
-from unilab.robots.scene import SENSOR_NAMES, RobotModelError, brief_reports, build_scene, print_report, sole_centre
+from unilab.robots.scene import (
+    FOOT_SITES,
+    SENSOR_NAMES,
+    RobotModelError,
+    brief_reports,
+    build_scene,
+    print_report,
+    sole_centre,
+)
 from unilab.robots.testing import write_meshed_g1
 
 UNILAB = str(Path(sys.executable).parent / "unilab")
@@ -461,30 +472,201 @@ def _box(model, geoms):
     return pts.min(axis=0), pts.max(axis=0)
 
 
+def _stand(spec: mujoco.MjSpec) -> tuple[mujoco.MjModel, mujoco.MjData]:
+    """The scene settled on both feet: keyframe 0, its controls held with gains x10, 300 steps."""
+    for act in spec.actuators:
+        act.gainprm[0] *= 10.0
+        act.biasprm[1] *= 10.0
+    model = spec.compile()
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, 0)
+    data.ctrl[:] = model.key_ctrl[0]
+    mujoco.mj_step(model, data, 300)
+    assert data.qpos[2] > 0.7  # still standing
+    return model, data
+
+
 def test_sphere_feet_stand_on_fewer_contacts():
     """Settled on both feet at the default pose (gains x10 hold it), the built-in G1 touches the
     floor at 2 points per sole capsule; with sphere feet at one per sphere."""
-    counts = {}
-    for feet in ("model", "spheres"):
-        spec = build_scene(G1, feet=feet).spec
-        for act in spec.actuators:
-            act.gainprm[0] *= 10.0
-            act.biasprm[1] *= 10.0
-        model = spec.compile()
-        data = mujoco.MjData(model)
-        mujoco.mj_resetDataKeyframe(model, data, 0)
-        data.ctrl[:] = model.key_ctrl[0]
-        mujoco.mj_step(model, data, 300)
-        assert data.qpos[2] > 0.7  # still standing
-        counts[feet] = data.ncon
+    counts = {feet: _stand(build_scene(G1, feet=feet).spec)[1].ncon for feet in ("model", "spheres")}
     assert counts == {"model": 28, "spheres": 8}
+
+
+# ---------------------------------------------------------------------------- robot.feet=project
+def _capsule_ends(model: mujoco.MjModel, g: int) -> set[tuple[float, ...]]:
+    """The two end points of capsule ``g``'s axis in its body's frame, m, rounded to 1e-9."""
+    rot = np.zeros(9)
+    mujoco.mju_quat2Mat(rot, model.geom_quat[g])
+    half = rot.reshape(3, 3)[:, 2] * model.geom_size[g, 1]
+    return {tuple(np.round(model.geom_pos[g] + s * half, 9)) for s in (-1.0, 1.0)}
+
+
+def test_project_feet_give_a_meshed_file_the_descriptions_soles(meshed):
+    """The user's four foot spheres stop colliding; each foot collides through the seven sole
+    capsules of the G1's collision set instead, with the sole friction, the file's other contact
+    settings, and the foot site at their sole centre, where the built-in model has it."""
+    from unilab.envs.robot import RobotMeta
+    from unilab.robots.g1 import g1_constants as C
+
+    plain = build_scene(G1, mjcf=meshed).compile()
+    scene = build_scene(G1, mjcf=meshed, feet="project")
+    model = scene.compile()
+    built_in = build_scene(G1).compile()
+    assert ("robot.feet=project: 8 foot collision geoms replaced by the soles of robot 'g1' "
+            "(7 capsules per foot, sliding friction 0.6)") in scene.report.changes
+    for body in G1.feet:
+        b = model.body(body).id
+        spheres = [g for g in range(model.ngeom) if model.geom_bodyid[g] == b
+                   and model.geom_type[g] == mujoco.mjtGeom.mjGEOM_SPHERE]
+        assert len(spheres) == 4 and not model.geom_contype[spheres].any() and not model.geom_conaffinity[spheres].any()
+        # kept where they were, as visuals
+        np.testing.assert_array_equal(model.geom_pos[spheres], plain.geom_pos[_foot_geoms(plain, body)])
+        soles = _foot_geoms(model, body)
+        assert [model.geom(g).name for g in soles] == [f"{body}_sole{i}" for i in range(7)]
+        assert all(model.geom_type[g] == mujoco.mjtGeom.mjGEOM_CAPSULE for g in soles)
+        want = [s for s in C.G1_COLLISION_GEOMS if s.foot and s.body == body]
+        for g, capsule in zip(soles, want):  # the constants' capsules, in the ankle-roll frame
+            ends = {tuple(np.round(capsule.fromto[:3], 9)), tuple(np.round(capsule.fromto[3:], 9))}
+            assert _capsule_ends(model, g) == ends
+            assert model.geom_size[g, 0] == capsule.radius
+        # friction: the description's sliding value (the file's spheres have 0.8), the rest the file's
+        first = _foot_geoms(plain, body)[0]
+        np.testing.assert_array_equal(model.geom_friction[soles], [[0.6, *plain.geom_friction[first, 1:]]] * 7)
+        for field in ("geom_condim", "geom_solref", "geom_solimp", "geom_group", "geom_margin", "geom_gap"):
+            np.testing.assert_array_equal(getattr(model, field)[soles], getattr(plain, field)[[first] * 7])
+        assert all(model.geom_priority[soles] > model.geom("ground_plane").priority[0])
+        # the foot site at the bottom centre of the new sole, which is the built-in model's sole
+        site = FOOT_SITES[G1.feet.index(body)]
+        np.testing.assert_allclose(model.site(site).pos, sole_centre(model, body), atol=1e-12)
+        np.testing.assert_allclose(sole_centre(model, body), sole_centre(built_in, body), atol=1e-9)
+        assert np.linalg.norm(model.site(site).pos - built_in.site(site).pos) < 1e-3
+    # friction randomization and the task's tables find the soles by body
+    meta = RobotMeta.from_mjcf(scene.to_xml(), G1.joint_names)
+    assert {meta.geom_names[g] for g in meta.collision_geom_ids(G1.feet)} == {
+        f"{body}_sole{i}" for body in G1.feet for i in range(7)}
+
+
+def test_project_feet_stand_on_the_sole_capsules_and_the_contact_sensors_see_them(meshed):
+    from unilab.envs.contact import add_contact_sensors
+    from unilab.tasks.g1_walk_flat.env_cfg import FEET_GROUND, contact_sensors
+
+    counts = {}
+    for source, mjcf in (("meshed", meshed), ("built-in", None)):
+        for feet in ("model", "project"):
+            spec = build_scene(G1, mjcf=mjcf, feet=feet).spec
+            add_contact_sensors(spec, contact_sensors(G1))
+            model, data = _stand(spec)
+            counts[source, feet] = data.ncon
+            if feet == "project":  # each foot's sensor finds its 14 contacts and carries the weight
+                found = [data.sensor(f"{FEET_GROUND}/{body}").data for body in G1.feet]
+                assert [f[0] for f in found] == [14, 14]
+                weight = mujoco.mj_getTotalmass(model) * -model.opt.gravity[2]
+                assert -sum(f[3] for f in found) == pytest.approx(weight, rel=0.05)
+    assert counts == {("meshed", "model"): 8, ("meshed", "project"): 28,
+                      ("built-in", "model"): 28, ("built-in", "project"): 28}
+
+
+def test_project_feet_on_the_built_in_model_keep_its_own_soles(monkeypatch):
+    """The built-in G1's feet already are its soles: the scene is the one of robot.feet=model.
+    Replacing them anyway (the same capsules) gives the same standing contacts and state."""
+    from unilab.robots import scene as scene_module
+
+    model_scene = build_scene(G1, feet="model")
+    project = build_scene(G1, feet="project")
+    assert project.report.changes == [
+        "robot.feet=project: the foot collision geoms already are the soles of robot 'g1' (7 per foot); kept"]
+    assert project.to_xml() == model_scene.to_xml()
+    reference, settled = _stand(model_scene.spec)
+    assert settled.ncon == 28
+
+    monkeypatch.setattr(scene_module, "_soles_in_place", lambda model, robot: False)
+    replaced = build_scene(G1, feet="project")
+    assert any("14 foot collision geoms replaced by the soles of robot 'g1'" in c for c in replaced.report.changes)
+    model, data = _stand(replaced.spec)
+    assert model.ngeom == reference.ngeom + 14
+    assert not any(model.geom(n).contype[0] for n in g1.FOOT_GEOM_NAMES)
+    assert data.ncon == 28
+    np.testing.assert_allclose(data.contact.pos[:28], settled.contact.pos[:28], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(data.qpos, settled.qpos, rtol=0, atol=1e-9)
+
+
+def test_project_feet_match_soles_by_shape_not_by_how_they_are_written():
+    """Capsules written end to start and in another order are the model's own (kept); one moved
+    by 1 mm, one turned about its centre, or another sliding friction, is not (all replaced)."""
+    def rewritten(shift=0.0, turn=False):
+        out = {}
+        for body, soles in G1.soles.items():
+            flipped = [SoleGeom("capsule", s.size, fromto=(*s.fromto[3:], *s.fromto[:3])) for s in reversed(soles)]
+            a, b = np.array(flipped[0].fromto[:3]), np.array(flipped[0].fromto[3:])
+            if turn:  # the same centre and length, the axis along y instead of x
+                c, h = 0.5 * (a + b), 0.5 * np.linalg.norm(b - a)
+                a, b = c - [0.0, h, 0.0], c + [0.0, h, 0.0]
+            flipped[0] = SoleGeom("capsule", flipped[0].size, fromto=(*(a + [shift, 0, 0]), *(b + [shift, 0, 0])))
+            out[body] = tuple(flipped)
+        return out
+
+    kept = build_scene(dataclasses.replace(G1, soles=rewritten()), feet="project")
+    assert any(c.endswith("already are the soles of robot 'g1' (7 per foot); kept") for c in kept.report.changes)
+    for robot in (dataclasses.replace(G1, soles=rewritten(shift=0.001)),
+                  dataclasses.replace(G1, soles=rewritten(turn=True)),
+                  dataclasses.replace(G1, sole_friction=0.7)):
+        scene = build_scene(robot, feet="project")
+        assert any("14 foot collision geoms replaced" in c for c in scene.report.changes)
+        model = scene.compile()
+        assert all(model.geom_friction[_foot_geoms(model, b), 0].tolist() == [robot.sole_friction] * 7 for b in G1.feet)
+
+
+def test_project_feet_give_feet_without_collision_geoms_a_sole(tmp_path):
+    path = write_meshed_g1(tmp_path / "g1")
+    robot_file = path.parent / "g1.xml"
+    lines = robot_file.read_text().splitlines(True)
+    robot_file.write_text("".join(ln for ln in lines if '<geom class="foot"' not in ln))  # feet: visuals only
+    with pytest.raises(RobotModelError, match="foot body 'left_ankle_roll_link' has no collision geom"):
+        build_scene(G1, mjcf=path)
+    scene = build_scene(G1, mjcf=path, feet="project")
+    assert ("robot.feet=project: the soles of robot 'g1' added to feet without collision geoms (7 capsules per "
+            "foot, sliding friction 0.6)") in scene.report.changes
+    model = scene.compile()
+    for body in G1.feet:
+        soles = _foot_geoms(model, body)
+        assert len(soles) == 7 and all(model.geom_condim[soles] == 3) and all(model.geom_friction[soles, 0] == 0.6)
+
+
+@pytest.mark.parametrize("soles, expected", [
+    ({}, "robot.feet=project: robot 'g1' describes no sole geoms; use robot.feet=model or spheres"),
+    ({"left_ankle_roll_link": G1.soles["left_ankle_roll_link"]},
+     "robot.feet=project: robot 'g1' describes no sole geoms for foot body 'right_ankle_roll_link'; use "
+     "robot.feet=model or spheres"),
+    ({**G1.soles, "left_ankle_roll_link": (SoleGeom("box", (0.1, 0.04), pos=(0.0, 0.0, -0.03)),)},
+     "robot.feet=project: robot 'g1': sole geom 0 of 'left_ankle_roll_link': box size must be 3 positive numbers "
+     "(m), got (0.1, 0.04)"),
+])
+def test_project_feet_without_sound_soles_is_one_line(soles, expected):
+    robot = dataclasses.replace(G1, soles=soles)
+    with pytest.raises(RobotModelError) as err:
+        build_scene(robot, feet="project")
+    assert str(err.value) == expected
+    build_scene(robot, feet="model")  # the other choices do not need them
+    if soles:
+        assert robot.problems()  # the description says so too
+    assert not G1.problems()
+
+
+def test_project_feet_refuse_a_sole_friction_that_is_not_positive():
+    robot = dataclasses.replace(G1, sole_friction=-0.5)
+    with pytest.raises(RobotModelError) as err:
+        build_scene(robot, feet="project")
+    assert str(err.value) == "robot.feet=project: robot 'g1': sole_friction must be a positive number or None, got -0.5"
+    assert robot.problems() == ["sole_friction must be a positive number or None, got -0.5"]
 
 
 def test_robot_feet_is_one_error_line_when_bad(tmp_path):
     result = cli("config", "--algo", "sac", "--task", "g1_walk_flat", "robot.feet=boxes", cwd=tmp_path)
     assert result.returncode == 2
     (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
-    assert "robot.feet" in line and "boxes" in line and "spheres" in line
+    assert line.startswith("error: ") and "robot.feet" in line and "boxes" in line
+    assert "'model', 'spheres' or 'project'" in line
 
 
 def test_a_run_with_sphere_feet_records_them_and_its_env_stands_on_them(tmp_path):

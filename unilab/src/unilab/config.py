@@ -104,9 +104,10 @@ class RobotConfig(BaseModel):
         "project", description="project: the robot's tuned drives replace the file's (a table shows what "
         "differs); file: keep the file's actuators and derive the action scale from them"
     )
-    feet: Literal["model", "spheres"] = Field(
+    feet: Literal["model", "spheres", "project"] = Field(
         "model", description="model: the feet collide as the model's geoms do; spheres: each foot's collision "
-        "geoms replaced by four spheres at their sole's corners (fewer contacts, cheaper physics; docs/robots.md)"
+        "geoms replaced by four spheres at their sole's corners (fewer contacts, cheaper physics); project: "
+        "replaced by the robot description's tuned sole geoms, the sole the recipe was tuned on (docs/robots.md)"
     )
 
     @field_validator("mjcf", mode="before")

@@ -21,7 +21,7 @@ graph) to ``actions`` (B, num_actions) float32 in the env's action units. The mo
 - ``source``: algo, task, sim, iteration, checkpoint, the play overrides, the versions.
 - ``robot``: the run's robot settings: ``name`` (``robot.name``), ``mjcf`` (the model file's
   absolute path, or null for the robot's own model), ``actuators`` (``project`` or ``file``)
-  and ``feet`` (``model`` or ``spheres``).
+  and ``feet`` (``model``, ``spheres`` or ``project``).
 - ``commands``: each command term of the env, by name: its ``class``, a one-line ``description``
   and its ``settings`` (the dataclass it was built from), e.g. the gait clock's period and
   frequency width that a host needs to compute the ``gait_phase`` columns (the formula:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from unilab.robots.description import ImuSite, JointDrive, Pose, RobotDescription, name_mirror
+from unilab.robots.description import ImuSite, JointDrive, Pose, RobotDescription, SoleGeom, name_mirror
 from unilab.robots.scene import RobotModelError, RobotScene, SceneReport, build_scene, print_report
 
 
@@ -44,7 +44,8 @@ def get_robot(name: str) -> RobotDescription:
 def robot_settings(robot: Any = None) -> dict[str, Any]:
     """The run's ``robot.*`` settings as a record names them (an eval JSON record, the exported
     policy's metadata): ``{"name": str, "mjcf": absolute path or None (the description's own
-    model), "actuators": "project" | "file", "feet": "model" | "spheres"}``. ``robot``: as for :func:`robot_scene`."""
+    model), "actuators": "project" | "file", "feet": "model" | "spheres" | "project"}``.
+    ``robot``: as for :func:`robot_scene`."""
     mjcf = getattr(robot, "mjcf", None)  # getattr(None, ...) gives the default too
     return {
         "name": getattr(robot, "name", "g1"),
@@ -83,6 +84,7 @@ __all__ = [
     "RobotModelError",
     "RobotScene",
     "SceneReport",
+    "SoleGeom",
     "build_scene",
     "get_robot",
     "name_mirror",

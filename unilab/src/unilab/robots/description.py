@@ -60,6 +60,54 @@ class Pose:
     joint_pos: Mapping[str, float]
 
 
+SOLE_GEOM_TYPES = ("capsule", "sphere", "box")
+"""Shapes a :class:`SoleGeom` may have."""
+
+
+@dataclass(frozen=True)
+class SoleGeom:
+    """One collision geom of a foot's sole, in the foot body's frame (m), a primitive MuJoCo geom.
+
+    Attributes:
+        type: ``"capsule"``, ``"sphere"`` or ``"box"`` (:data:`SOLE_GEOM_TYPES`).
+        size: capsule and sphere ``(radius,)``; box ``(half x, half y, half z)``, axes along the
+            body frame's; m.
+        fromto: capsule: its axis from (x1, y1, z1) to (x2, y2, z2), m, body frame; else None.
+        pos: sphere and box: the centre, m, body frame; else None.
+    """
+
+    type: str
+    size: tuple[float, ...]
+    fromto: tuple[float, float, float, float, float, float] | None = None
+    pos: Vec3 | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "size", tuple(float(x) for x in self.size))
+        if self.fromto is not None:
+            object.__setattr__(self, "fromto", tuple(float(x) for x in self.fromto))
+        if self.pos is not None:
+            object.__setattr__(self, "pos", tuple(float(x) for x in self.pos))
+
+    def problems(self) -> list[str]:
+        """What is inconsistent in this geom, one line each; empty when it is sound."""
+        if self.type not in SOLE_GEOM_TYPES:
+            return [f"type must be one of {', '.join(SOLE_GEOM_TYPES)}, got {self.type!r}"]
+        out = []
+        n = 3 if self.type == "box" else 1
+        if len(self.size) != n or not all(math.isfinite(x) and x > 0 for x in self.size):
+            out.append(f"{self.type} size must be {n} positive number{'s' if n > 1 else ''} (m), got {self.size!r}")
+        if self.type == "capsule":
+            if self.fromto is None or len(self.fromto) != 6 or self.pos is not None:
+                out.append(f"capsule needs fromto (6 numbers, m) and no pos, got fromto={self.fromto!r} "
+                           f"pos={self.pos!r}")
+            elif self.fromto[:3] == self.fromto[3:]:
+                out.append(f"capsule fromto has two equal end points: {self.fromto!r}")
+        elif self.pos is None or len(self.pos) != 3 or self.fromto is not None:
+            out.append(f"{self.type} needs pos (3 numbers, m) and no fromto, got pos={self.pos!r} "
+                       f"fromto={self.fromto!r}")
+        return out
+
+
 @dataclass(frozen=True)
 class ImuSite:
     """The IMU the observation sensors read: site ``name`` on ``body`` at ``pos`` (m, body frame).
@@ -110,6 +158,12 @@ class RobotDescription:
             action unit; 0.25 asks a quarter of the peak torque per unit, mjlab's G1 recipe).
         soft_joint_pos_limit_factor: fraction of each joint range (about its middle) treated as
             the soft limit by the limit penalty.
+        soles: foot body -> the geoms (:class:`SoleGeom`, body frame) its tuned sole is made of,
+            for both ``feet`` or neither; ``robot.feet=project`` puts them in place of a model's own
+            foot collision geoms. Empty: the robot describes no sole (``project`` is refused).
+        sole_friction: sliding friction coefficient (dimensionless) of the ``soles`` with
+            ``robot.feet=project``; None keeps the sliding friction of the foot's first collision
+            geom in the model. Torsional and rolling friction are always that geom's.
         description: one line for ``unilab plugins``.
         source: where the robot's facts come from (a citation).
     """
@@ -126,6 +180,8 @@ class RobotDescription:
     mirror: Mapping[str, tuple[str, float]] = field(default_factory=dict)
     action_scale_factor: float = 0.25
     soft_joint_pos_limit_factor: float = 0.9
+    soles: Mapping[str, tuple[SoleGeom, ...]] = field(default_factory=dict)
+    sole_friction: float | None = None
     description: str = ""
     source: str = ""
 
@@ -135,6 +191,7 @@ class RobotDescription:
         object.__setattr__(self, "drives", MappingProxyType(dict(self.drives)))
         object.__setattr__(self, "keyframes", MappingProxyType(dict(self.keyframes)))
         object.__setattr__(self, "mirror", MappingProxyType(dict(self.mirror)))
+        object.__setattr__(self, "soles", MappingProxyType({b: tuple(g) for b, g in self.soles.items()}))
 
     # ------------------------------------------------------------------ derived
     @property
@@ -195,6 +252,15 @@ class RobotDescription:
             out.append(f"action_scale_factor must be > 0, got {self.action_scale_factor!r}")
         if not (0 < self.soft_joint_pos_limit_factor <= 1):
             out.append(f"soft_joint_pos_limit_factor must be in (0, 1], got {self.soft_joint_pos_limit_factor!r}")
+        if self.soles:
+            if set(self.soles) != set(self.feet) or not all(self.soles.values()):
+                out.append(f"soles must give geoms for both feet {list(self.feet)} and no other body, "
+                           f"got {({b: len(g) for b, g in self.soles.items()})}")
+            for body, geoms in self.soles.items():
+                for i, g in enumerate(geoms):
+                    out += [f"sole geom {i} of {body!r}: {p}" for p in g.problems()]
+        if self.sole_friction is not None and not (math.isfinite(self.sole_friction) and self.sole_friction > 0):
+            out.append(f"sole_friction must be a positive number or None, got {self.sole_friction!r}")
         if self.mirror:
             for j in joints:
                 if j not in self.mirror:
@@ -214,4 +280,5 @@ class RobotDescription:
         return out
 
 
-__all__ = ["ImuSite", "JointDrive", "ModelSource", "Pose", "RobotDescription", "name_mirror"]
+__all__ = ["ImuSite", "JointDrive", "ModelSource", "Pose", "RobotDescription", "SOLE_GEOM_TYPES", "SoleGeom",
+           "name_mirror"]

@@ -27,6 +27,9 @@ required from it:
   randomize) is the contact's friction;
 - with ``robot.feet=spheres``, each foot's collision geoms replaced by four spheres at the
   corners of their sole (:func:`_sphere_feet`): fewer contacts, cheaper physics;
+- with ``robot.feet=project``, each foot's collision geoms replaced by the description's own tuned
+  sole geoms (:attr:`RobotDescription.soles`, :func:`_project_feet`), the sole the recipe was tuned
+  on; a model whose feet already are those soles (the built-in G1) is left as it is;
 - **keyframes** of the description first (keyframe 0 = the default pose); the file's keyframes
   follow when they still fit the model.
 
@@ -46,13 +49,17 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from unilab.robots.description import JointDrive, Pose, RobotDescription
+from unilab.robots.description import JointDrive, Pose, RobotDescription, SoleGeom
 
 ACTUATOR_CHOICES = ("project", "file")
 """Values of ``robot.actuators``."""
 
-FEET_CHOICES = ("model", "spheres")
+FEET_CHOICES = ("model", "spheres", "project")
 """Values of ``robot.feet``."""
+
+SOLE_MATCH_TOLERANCE_M = 1e-6
+"""With ``robot.feet=project``, a model's foot collision geoms within this (m, size and position;
+sine of the angle between axes) of the description's soles already are those soles and are kept."""
 
 SOLE_SPHERE_RADIUS_M = 0.01
 """Radius of the sole spheres of ``robot.feet=spheres``, m (the built-in G1's sole capsules')."""
@@ -625,6 +632,136 @@ def _sphere_feet(spec: mujoco.MjSpec, model: mujoco.MjModel, robot: RobotDescrip
     )
 
 
+def _add_sole(parent: mujoco.MjsBody, sole: SoleGeom) -> mujoco.MjsGeom:
+    """Add ``sole`` (shape, size and pose; no contact settings) as a geom of ``parent``."""
+    g = parent.add_geom()
+    kind = {"capsule": mujoco.mjtGeom.mjGEOM_CAPSULE, "sphere": mujoco.mjtGeom.mjGEOM_SPHERE,
+            "box": mujoco.mjtGeom.mjGEOM_BOX}
+    g.type = kind[sole.type]
+    g.size = [*sole.size, 0.0, 0.0][:3]
+    if sole.type == "capsule":
+        g.fromto = list(sole.fromto)
+    else:
+        g.pos = list(sole.pos)
+    return g
+
+
+def _same_shape(a: mujoco.MjModel, ga: int, b: mujoco.MjModel, gb: int, tol: float) -> bool:
+    """Whether geom ``ga`` of ``a`` and ``gb`` of ``b`` are one shape in their bodies' frames:
+    type, the sizes it uses and position within ``tol`` m; orientation up to the shape's symmetry
+    (a capsule's axis up to sign, a box's axes up to sign, a sphere any)."""
+    t = int(a.geom_type[ga])
+    if t != int(b.geom_type[gb]):
+        return False
+    used = {int(mujoco.mjtGeom.mjGEOM_SPHERE): 1, int(mujoco.mjtGeom.mjGEOM_CAPSULE): 2}.get(t, 3)
+    if not (np.allclose(a.geom_size[ga, :used], b.geom_size[gb, :used], rtol=0, atol=tol)
+            and np.allclose(a.geom_pos[ga], b.geom_pos[gb], rtol=0, atol=tol)):
+        return False
+    ra, rb = np.zeros(9), np.zeros(9)
+    mujoco.mju_quat2Mat(ra, a.geom_quat[ga])
+    mujoco.mju_quat2Mat(rb, b.geom_quat[gb])
+    ra, rb = ra.reshape(3, 3), rb.reshape(3, 3)
+    if t == int(mujoco.mjtGeom.mjGEOM_SPHERE):
+        return True
+    if t == int(mujoco.mjtGeom.mjGEOM_CAPSULE):
+        return bool(np.linalg.norm(np.cross(ra[:, 2], rb[:, 2])) <= tol)
+    return bool(np.allclose(np.abs(ra.T @ rb), np.eye(3), rtol=0, atol=tol))
+
+
+def _soles_in_place(model: mujoco.MjModel, robot: RobotDescription) -> bool:
+    """Whether each foot body's collision geoms in ``model`` already are ``robot.soles``: as many,
+    one for one the same shape (:func:`_same_shape`, :data:`SOLE_MATCH_TOLERANCE_M`), and with
+    ``robot.sole_friction`` (when set) as their sliding friction."""
+    probe = mujoco.MjSpec()
+    for body, soles in robot.soles.items():
+        parent = probe.worldbody.add_body(name=body)
+        for sole in soles:
+            _add_sole(parent, sole)
+    ref = probe.compile()
+    for body in robot.feet:
+        have = _collision_geoms(model, model.body(body).id)
+        want = _collision_geoms(ref, ref.body(body).id)
+        if len(have) != len(want):
+            return False
+        if robot.sole_friction is not None and not np.allclose(model.geom_friction[have, 0], robot.sole_friction,
+                                                               rtol=0, atol=1e-12):
+            return False
+        for w in want:
+            match = next((h for h in have if _same_shape(model, h, ref, w, SOLE_MATCH_TOLERANCE_M)), None)
+            if match is None:
+                return False
+            have.remove(match)
+    return True
+
+
+def _project_feet(spec: mujoco.MjSpec, model: mujoco.MjModel, robot: RobotDescription,
+                  report: SceneReport) -> bool:
+    """Replace each foot body's collision geoms by the description's soles
+    (:attr:`RobotDescription.soles`, body frame), named ``{body}_sole{i}``. They take the contact
+    settings (contype, conaffinity, condim, priority, solref, solimp, margin, gap, group, rgba and
+    torsional and rolling friction) of the foot's first collision geom (MuJoCo's defaults when the
+    foot has none) and, as sliding friction, ``robot.sole_friction`` (None: that geom's); the
+    replaced geoms keep their looks and stop colliding. Feet that already are the soles
+    (:func:`_soles_in_place`, e.g. the built-in G1) are kept as they are.
+
+    Why: the task's rewards and gains were tuned on the description's sole; a model with other
+    feet (Menagerie's G1 stands on four small spheres per foot) walks differently under the same
+    policy, and ``robot.feet=project`` gives a user's file that sole, as ``robot.actuators=project``
+    gives it the tuned drives.
+
+    Returns:
+        Whether ``spec`` changed (so the caller compiles it again).
+
+    Raises:
+        RobotModelError: the description has no sole geoms for a foot body, an unsound one
+            (:meth:`SoleGeom.problems`) or a sole friction that is not a positive number; one line.
+    """
+    missing = [body for body in robot.feet if not robot.soles.get(body)]
+    if missing:
+        which = "" if len(missing) == len(robot.feet) else f" for foot body {missing[0]!r}"
+        raise RobotModelError(f"robot.feet=project: robot {robot.name!r} describes no sole geoms{which}; "
+                              "use robot.feet=model or spheres")
+    bad = [f"sole geom {i} of {body!r}: {p}" for body in robot.feet
+           for i, g in enumerate(robot.soles[body]) for p in g.problems()]
+    if robot.sole_friction is not None and not (math.isfinite(robot.sole_friction) and robot.sole_friction > 0):
+        bad.append(f"sole_friction must be a positive number or None, got {robot.sole_friction!r}")
+    if bad:
+        raise RobotModelError(f"robot.feet=project: robot {robot.name!r}: {bad[0]}")
+    per_foot = "/".join(dict.fromkeys(str(len(robot.soles[body])) for body in robot.feet))  # "7", or "7/6"
+    if _soles_in_place(model, robot):
+        report.changes.append(f"robot.feet=project: the foot collision geoms already are the soles of robot "
+                              f"{robot.name!r} ({per_foot} per foot); kept")
+        return False
+    feet = [(body, [spec.geoms[g] for g in _collision_geoms(model, model.body(body).id)]) for body in robot.feet]
+    replaced = 0
+    for body, geoms in feet:  # every foot's geoms taken before any is added: spec.geoms follows the body tree
+        first = geoms[0] if geoms else None
+        parent = spec.body(body)
+        for i, sole in enumerate(robot.soles[body]):
+            g = _add_sole(parent, sole)
+            g.name = f"{body}_sole{i}"
+            if first is not None:
+                g.contype, g.conaffinity = first.contype, first.conaffinity
+                g.condim, g.priority = first.condim, first.priority
+                g.friction, g.solref, g.solimp = list(first.friction), list(first.solref), list(first.solimp)
+                g.margin, g.gap = first.margin, first.gap
+                g.group, g.rgba = first.group, list(first.rgba)
+            if robot.sole_friction is not None:
+                g.friction = [robot.sole_friction, *list(g.friction)[1:]]
+        for geom in geoms:
+            geom.contype = 0
+            geom.conaffinity = 0
+        replaced += len(geoms)
+    kinds = ", ".join(sorted({f"{g.type}{'es' if g.type == 'box' else 's'}"
+                              for body in robot.feet for g in robot.soles[body]}))
+    friction = (f"sliding friction {robot.sole_friction:g}" if robot.sole_friction is not None
+                else "the replaced geoms' friction")
+    what = (f"{replaced} foot collision geoms replaced by the soles of robot {robot.name!r}" if replaced
+            else f"the soles of robot {robot.name!r} added to feet without collision geoms")
+    report.changes.append(f"robot.feet=project: {what} ({per_foot} {kinds} per foot, {friction})")
+    return True
+
+
 def _look_quat(forward: Sequence[float]) -> list[float]:
     """Camera quaternion (w, x, y, z) looking along ``forward`` with world +z up."""
     f = np.asarray(forward, dtype=np.float64)
@@ -971,8 +1108,9 @@ def build_scene(
             ``""``: the description's own model.
         actuators: ``"project"`` or ``"file"`` (see the module docstring).
         with_floor: add a floor plane when the world has none.
-        feet: ``"model"`` (the model's foot collision geoms) or ``"spheres"`` (four sole spheres
-            per foot, :func:`_sphere_feet`).
+        feet: ``"model"`` (the model's foot collision geoms), ``"spheres"`` (four sole spheres
+            per foot, :func:`_sphere_feet`) or ``"project"`` (the description's soles,
+            :func:`_project_feet`).
 
     Returns:
         :class:`RobotScene`; nothing is printed (:func:`print_report` shows its report).
@@ -981,8 +1119,9 @@ def build_scene(
         RobotModelError: one line naming the file and what is wrong (no such file, a directory,
             a file that is not MJCF (XML), unreadable XML, a mesh, heightfield, skin or texture
             file missing where MuJoCo looks for it, a missing joint or body, a joint without
-            range, two actuators on one joint, or with ``file`` an actuator that is not a
-            position servo or has no force limit).
+            range, two actuators on one joint, with ``file`` an actuator that is not a
+            position servo or has no force limit, or with ``feet="project"`` a description
+            without sole geoms).
     """
     if actuators not in ACTUATOR_CHOICES:
         raise RobotModelError(f"robot.actuators: expected one of {', '.join(ACTUATOR_CHOICES)}, got {actuators!r}")
@@ -1018,6 +1157,8 @@ def build_scene(
     if feet == "spheres":
         _sphere_feet(spec, model, robot, report)
         model = _compile(spec, source)
+    elif feet == "project" and _project_feet(spec, model, robot, report):
+        model = _compile(spec, source)
     _add_sites(spec, model, robot, source, report)
     _raise_foot_priority(spec, model, robot, report)
     _add_sensors(spec, robot, report)
@@ -1037,6 +1178,7 @@ __all__ = [
     "RobotModelError",
     "RobotScene",
     "SENSOR_NAMES",
+    "SOLE_MATCH_TOLERANCE_M",
     "SceneReport",
     "action_scale_warning",
     "asset_files",
