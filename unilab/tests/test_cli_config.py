@@ -80,7 +80,7 @@ def test_errors_show_booleans_as_yaml_spells_them():
         (["--algo", "flashsac", "--task", "g1_walk_flat", "algo.equivariant_actor=true", "algo.symmetry=false"],
          "error: algo.equivariant_actor=true needs algo.symmetry=true (the env's mirror), got algo.symmetry=false"),
         (["--algo", "sac", "--task", "g1_walk_flat", "robot.feet=true"],
-         "error: invalid value for robot.feet: true (input should be 'model', 'spheres' or 'project')"),
+         "error: invalid value for robot.feet: true (input should be 'project', 'model' or 'spheres')"),
     ):
         result = config(*args)
         assert result.returncode == 2 and result.stdout == "", result.stderr

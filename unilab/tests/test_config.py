@@ -168,7 +168,7 @@ def test_a_boolean_for_a_number_is_refused_not_read_as_one_or_zero(model, overri
 
 
 @pytest.mark.parametrize("override, expected", [
-    ("robot.feet=true", "invalid value for robot.feet: true (input should be 'model', 'spheres' or 'project')"),
+    ("robot.feet=true", "invalid value for robot.feet: true (input should be 'project', 'model' or 'spheres')"),
     ("robot.actuators=false", "invalid value for robot.actuators: false (input should be 'project' or 'file')"),
     ("robot.name=null", "invalid value for robot.name: null (input should be a valid string)"),
 ])
@@ -181,13 +181,13 @@ def test_a_boolean_or_null_for_a_name_reads_as_typed(model, override, expected):
 @pytest.mark.parametrize("feet", ["model", "spheres", "project"])
 def test_robot_feet_takes_its_three_choices(model, feet):
     assert resolve_config(model, [], [f"robot.feet={feet}"]).robot.feet == feet
-    assert resolve_config(model, [], []).robot.feet == "model"  # the default
+    assert resolve_config(model, [], []).robot.feet == "project"  # the default
 
 
 def test_robot_feet_refuses_another_value_naming_the_key_and_the_choices(model):
     with pytest.raises(ConfigError) as err:
         resolve_config(model, [], ["robot.feet=bogus"])
-    assert str(err.value) == "invalid value for robot.feet: 'bogus' (input should be 'model', 'spheres' or 'project')"
+    assert str(err.value) == "invalid value for robot.feet: 'bogus' (input should be 'project', 'model' or 'spheres')"
     assert err.value.key == "robot.feet"
 
 
@@ -211,3 +211,15 @@ def test_a_key_without_its_section_names_the_key_in_the_section_that_has_it(mode
     with pytest.raises(ConfigError) as err:
         resolve_config(model, [], [override])
     assert f"(did you mean {suggestion}?)" in str(err.value)
+
+
+def test_a_saved_robot_section_without_feet_reads_as_the_models_feet():
+    """Runs saved before ``robot.feet`` existed trained on the model's feet; eval, play and export
+    must rebuild those, not the new default's soles. A section that names its feet keeps them."""
+    from unilab.config import migrate_saved_config
+
+    old = {"robot": {"name": "g1", "mjcf": "/data/g1/scene.xml", "actuators": "project"}, "algo": {"gamma": 0.97}}
+    assert migrate_saved_config(old)["robot"]["feet"] == "model"
+    assert "feet" not in old["robot"]  # the caller's tree is not changed
+    new = {"robot": {"name": "g1", "mjcf": None, "actuators": "project", "feet": "project"}}
+    assert migrate_saved_config(new) == new

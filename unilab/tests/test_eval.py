@@ -248,7 +248,7 @@ def test_an_untrained_policy_records_falls_and_the_summary_keeps_the_record(walk
     summary = json.loads((walk_run / "run_summary.json").read_text())
     entry = summary["eval"]["walking"]
     assert entry["policy"] == {"kind": "checkpoint", "file": "model_last.pt", "iteration": 2, "final": True}
-    assert entry["robot"] == {"name": "g1", "mjcf": None, "actuators": "project", "feet": "model"}  # the built-in model
+    assert entry["robot"] == {"name": "g1", "mjcf": None, "actuators": "project", "feet": "project"}  # the built-in model
     assert entry["headline"] == 0.0 and [c["name"] for c in entry["cases"]] == names
     assert report.json_path == walk_run / "eval_walking.json"
     assert json.loads(report.json_path.read_text())["cases"] == entry["cases"]
@@ -315,10 +315,10 @@ def test_a_transfer_evaluates_on_sphere_feet_and_leaves_the_runs_score_alone(wal
     assert record["robot"]["feet"] == "spheres"
     assert record["transfer"] == {
         "settings": ["robot.feet=spheres"],
-        "trained_robot": {"name": "g1", "mjcf": None, "actuators": "project", "feet": "model"},
-        "text": "robot.feet=spheres (trained with robot.feet=model)",
+        "trained_robot": {"name": "g1", "mjcf": None, "actuators": "project", "feet": "project"},
+        "text": "robot.feet=spheres (trained with robot.feet=project)",
     }
-    assert "transfer: robot.feet=spheres (trained with robot.feet=model)" in capsys.readouterr().out
+    assert "transfer: robot.feet=spheres (trained with robot.feet=project)" in capsys.readouterr().out
     assert json.loads((walk_run / "run_summary.json").read_text()).get("eval") == before
 
 
@@ -355,7 +355,7 @@ def test_a_transfer_to_a_users_file_with_the_projects_soles(walk_run, tmp_path):
     record = json.loads(report.json_path.read_text())
     assert record["robot"] == {"name": "g1", "mjcf": str(mjcf), "actuators": "project", "feet": "project"}
     assert record["transfer"]["text"] == (f"robot.mjcf={mjcf}, robot.feet=project (trained with robot.mjcf=built-in, "
-                                          "robot.feet=model)")
+                                          "robot.feet=project)")
 
 
 def test_robot_settings_other_than_the_model_file_need_transfer(walk_run):
@@ -365,7 +365,7 @@ def test_robot_settings_other_than_the_model_file_need_transfer(walk_run):
                    "'robot.feet=spheres'", "unilab eval --transfer evaluates on another robot model")
     one_error_line(["eval", run, "--transfer", "training.seed=3"],
                    "--transfer: 'training.seed=3' is not a robot model setting; expected robot.mjcf=FILE, "
-                   "robot.feet=model|spheres|project or robot.actuators=project|file")
+                   "robot.feet=project|model|spheres or robot.actuators=project|file")
     one_error_line(["eval", run, "--transfer"], "--transfer: name the model to evaluate on")
     one_error_line(["eval", run, "--transfer", "robot.feet=cubes", "--case", "stand"], "robot.feet", "cubes")
 

@@ -80,7 +80,7 @@ def test_scene_text_compiles_anywhere_with_the_files_meshes(meshed, tmp_path, mo
 
 
 def test_the_robot_file_alone_gets_a_floor(meshed):
-    scene = build_scene(G1, mjcf=meshed.parent / "g1.xml")
+    scene = build_scene(G1, mjcf=meshed.parent / "g1.xml", feet="model")
     model = scene.compile()
     assert model.geom("floor").type[0] == mujoco.mjtGeom.mjGEOM_PLANE
     assert any("floor plane 'floor' added" in c for c in scene.report.changes)
@@ -97,7 +97,7 @@ def test_the_robot_file_alone_gets_a_floor(meshed):
 
 
 def test_what_the_task_needs_is_added_to_the_users_model(meshed):
-    scene = build_scene(G1, mjcf=meshed)
+    scene = build_scene(G1, mjcf=meshed, feet="model")
     model = scene.compile()
     names = [model.sensor(i).name for i in range(model.nsensor)]
     assert names[:2] == ["pelvis-gyro", "pelvis-accel"]  # the file's own, kept
@@ -364,7 +364,8 @@ def test_train_play_export_from_other_directories(meshed, tmp_path, actuators, k
     assert title in result.stderr and "left_knee_joint" in result.stderr  # never silent: train shows the table
     (run_dir,) = (train_dir / "logs" / "sac" / "g1_walk_flat").iterdir()
     config = json.loads((run_dir / "run_config.json").read_text())["config"]["robot"]
-    assert config == {"name": "g1", "mjcf": str(meshed), "actuators": actuators, "feet": "model"}
+    assert config == {"name": "g1", "mjcf": str(meshed), "actuators": actuators, "feet": "project"}
+    assert "robot.feet=project: 8 foot collision geoms replaced by the soles of robot 'g1'" in result.stderr
 
     played = cli("play", str(run_dir), "--num-envs", "1", "--steps", "6", "--no-video", cwd=other)
     assert played.returncode == 0, played.stdout + played.stderr
@@ -415,7 +416,7 @@ def test_a_moved_model_file_is_named_at_its_new_path(meshed, tmp_path):
         "error: unilab export takes robot.mjcf=FILE only (the run's model file at a new path), got "
         "'env.push.enabled=false'; other settings are the run's (unilab play takes overrides)")
 
-    moved = {"name": "g1", "mjcf": str(new / "scene.xml"), "actuators": "project", "feet": "model"}
+    moved = {"name": "g1", "mjcf": str(new / "scene.xml"), "actuators": "project", "feet": "project"}
     exported = cli("export", str(run_dir), "robot.mjcf=new/scene.xml", cwd=tmp_path)
     assert exported.returncode == 0, exported.stdout + exported.stderr
     assert read_metadata(run_dir / "policy.onnx")["robot"] == moved
@@ -434,7 +435,7 @@ def _foot_geoms(model: mujoco.MjModel, body: str) -> list[int]:
 @pytest.mark.parametrize("source", ["built-in", "meshed robot file"])
 def test_sphere_feet_keep_the_sole_and_its_contact_settings(meshed, source):
     mjcf = None if source == "built-in" else meshed.parent / "g1.xml"
-    plain = build_scene(G1, mjcf=mjcf).compile()
+    plain = build_scene(G1, mjcf=mjcf, feet="model").compile()
     scene = build_scene(G1, mjcf=mjcf, feet="spheres")
     model = scene.compile()
     assert any("robot.feet=spheres" in c for c in scene.report.changes)
@@ -509,7 +510,7 @@ def test_project_feet_give_a_meshed_file_the_descriptions_soles(meshed):
     from unilab.envs.robot import RobotMeta
     from unilab.robots.g1 import g1_constants as C
 
-    plain = build_scene(G1, mjcf=meshed).compile()
+    plain = build_scene(G1, mjcf=meshed, feet="model").compile()
     scene = build_scene(G1, mjcf=meshed, feet="project")
     model = scene.compile()
     built_in = build_scene(G1).compile()
@@ -623,7 +624,7 @@ def test_project_feet_give_feet_without_collision_geoms_a_sole(tmp_path):
     lines = robot_file.read_text().splitlines(True)
     robot_file.write_text("".join(ln for ln in lines if '<geom class="foot"' not in ln))  # feet: visuals only
     with pytest.raises(RobotModelError, match="foot body 'left_ankle_roll_link' has no collision geom"):
-        build_scene(G1, mjcf=path)
+        build_scene(G1, mjcf=path, feet="model")
     scene = build_scene(G1, mjcf=path, feet="project")
     assert ("robot.feet=project: the soles of robot 'g1' added to feet without collision geoms (7 capsules per "
             "foot, sliding friction 0.6)") in scene.report.changes
@@ -633,11 +634,23 @@ def test_project_feet_give_feet_without_collision_geoms_a_sole(tmp_path):
         assert len(soles) == 7 and all(model.geom_condim[soles] == 3) and all(model.geom_friction[soles, 0] == 0.6)
 
 
+def test_project_feet_without_soles_keeps_the_models_feet(meshed):
+    """A description that gives no soles (a plugin robot may not) keeps the file's feet under the
+    default ``robot.feet=project`` and says so in the report."""
+    robot = dataclasses.replace(G1, soles={})
+    scene = build_scene(robot, mjcf=meshed)
+    assert ("robot.feet=project: robot 'g1' describes no sole geoms; the model's foot collision geoms kept"
+            in scene.report.changes)
+    model = scene.compile()
+    for body in G1.feet:
+        feet = _foot_geoms(model, body)
+        assert len(feet) == 4 and all(model.geom_type[feet] == mujoco.mjtGeom.mjGEOM_SPHERE)
+
+
 @pytest.mark.parametrize("soles, expected", [
-    ({}, "robot.feet=project: robot 'g1' describes no sole geoms; use robot.feet=model or spheres"),
     ({"left_ankle_roll_link": G1.soles["left_ankle_roll_link"]},
-     "robot.feet=project: robot 'g1' describes no sole geoms for foot body 'right_ankle_roll_link'; use "
-     "robot.feet=model or spheres"),
+     "robot.feet=project: robot 'g1' describes no sole geoms for foot body 'right_ankle_roll_link'; describe "
+     "both feet's, or use robot.feet=model or spheres"),
     ({**G1.soles, "left_ankle_roll_link": (SoleGeom("box", (0.1, 0.04), pos=(0.0, 0.0, -0.03)),)},
      "robot.feet=project: robot 'g1': sole geom 0 of 'left_ankle_roll_link': box size must be 3 positive numbers "
      "(m), got (0.1, 0.04)"),
@@ -666,7 +679,7 @@ def test_robot_feet_is_one_error_line_when_bad(tmp_path):
     assert result.returncode == 2
     (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert line.startswith("error: ") and "robot.feet" in line and "boxes" in line
-    assert "'model', 'spheres' or 'project'" in line
+    assert "'project', 'model' or 'spheres'" in line
 
 
 def test_a_run_with_sphere_feet_records_them_and_its_env_stands_on_them(tmp_path):

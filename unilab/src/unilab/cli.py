@@ -161,7 +161,7 @@ _RUN_HELP = "run directory, or 'latest' (the newest run under --log-dir)"
 _MODEL_FILE_HELP = "robot.mjcf=FILE: the model file the run trained on, at its new path (the only setting taken)"
 _EVAL_OVERRIDES_HELP = (
     "robot.mjcf=FILE: the model file the run trained on, at its new path (the only setting taken); with "
-    "--transfer: robot.mjcf=FILE, robot.feet=model|spheres|project, robot.actuators=project|file, the model to "
+    "--transfer: robot.mjcf=FILE, robot.feet=project|model|spheres, robot.actuators=project|file, the model to "
     "evaluate on"
 )
 

@@ -104,10 +104,11 @@ class RobotConfig(BaseModel):
         "project", description="project: the robot's tuned drives replace the file's (a table shows what "
         "differs); file: keep the file's actuators and derive the action scale from them"
     )
-    feet: Literal["model", "spheres", "project"] = Field(
-        "model", description="model: the feet collide as the model's geoms do; spheres: each foot's collision "
-        "geoms replaced by four spheres at their sole's corners (fewer contacts, cheaper physics); project: "
-        "replaced by the robot description's tuned sole geoms, the sole the recipe was tuned on (docs/robots.md)"
+    feet: Literal["project", "model", "spheres"] = Field(
+        "project", description="project: each foot's collision geoms replaced by the robot description's sole "
+        "geoms, the sole the recipe was tuned on (kept where the model's feet already are them, as on the built-in "
+        "G1; the model's feet where the description gives none); model: the feet collide as the model's geoms do; "
+        "spheres: four spheres at each sole's corners (fewer contacts, cheaper physics; docs/robots.md)"
     )
 
     @field_validator("mjcf", mode="before")
@@ -265,8 +266,9 @@ def valid_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
 def migrate_saved_config(tree: dict) -> dict:
     """A saved run's config (``run_config.json``, a checkpoint's ``config``) with the keys of
     :data:`RENAMED_KEYS` moved to their new place and those of :data:`FIXED_KEYS` dropped, so that
-    play, export and eval read runs written before the sections were redesigned. A new config
-    comes back unchanged."""
+    play, export and eval read runs written before the sections were redesigned; a ``robot``
+    section without ``feet`` (written before that setting) gets ``model``, the feet it trained on.
+    A new config comes back unchanged."""
     out = {section: dict(values) if isinstance(values, dict) else values for section, values in tree.items()}
     for old, new in RENAMED_KEYS.items():
         old_section, old_name = old.split(".", 1)
@@ -281,6 +283,8 @@ def migrate_saved_config(tree: dict) -> dict:
         section, name = old.split(".", 1)
         if isinstance(out.get(section), dict):
             out[section].pop(name, None)
+    if isinstance(out.get("robot"), dict):
+        out["robot"].setdefault("feet", "model")  # saved before robot.feet existed: the model's feet
     return out
 
 

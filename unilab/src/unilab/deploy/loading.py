@@ -101,7 +101,7 @@ on (:func:`transfer_overrides`)."""
 
 def transfer_overrides(overrides: list[str] | tuple[str, ...]) -> list[str]:
     """The overrides of ``unilab eval --transfer``: the robot model to evaluate the run's policy on
-    instead of the one it trained on (``robot.mjcf=FILE``, ``robot.feet=model|spheres|project``,
+    instead of the one it trained on (``robot.mjcf=FILE``, ``robot.feet=project|model|spheres``,
     ``robot.actuators=project|file``), for a sim-to-sim transfer check. Other settings would change
     the task rather than the model; the values are checked when the config is validated.
 
@@ -115,7 +115,7 @@ def transfer_overrides(overrides: list[str] | tuple[str, ...]) -> list[str]:
         UserError: no item at all, or an item whose key is not one of :data:`TRANSFER_KEYS` (one
             line naming it and what is accepted).
     """
-    accepted = "robot.mjcf=FILE, robot.feet=model|spheres|project or robot.actuators=project|file"
+    accepted = "robot.mjcf=FILE, robot.feet=project|model|spheres or robot.actuators=project|file"
     if not overrides:
         raise UserError(f"--transfer: name the model to evaluate on after the run: {accepted}")
     for item in overrides:

@@ -25,11 +25,12 @@ required from it:
   a ``tracking`` camera on the base body;
 - **foot contact priority** above the floor's, so the foot geoms' friction (which the tasks
   randomize) is the contact's friction;
-- with ``robot.feet=spheres``, each foot's collision geoms replaced by four spheres at the
-  corners of their sole (:func:`_sphere_feet`): fewer contacts, cheaper physics;
-- with ``robot.feet=project``, each foot's collision geoms replaced by the description's own tuned
-  sole geoms (:attr:`RobotDescription.soles`, :func:`_project_feet`), the sole the recipe was tuned
-  on; a model whose feet already are those soles (the built-in G1) is left as it is;
+- **feet**, by the choice ``robot.feet``: ``project`` (default) replaces each foot's collision
+  geoms by the description's own tuned sole geoms (:attr:`RobotDescription.soles`,
+  :func:`_project_feet`), the sole the recipe was tuned on; a model whose feet already are those
+  soles (the built-in G1), or a description without soles, keeps the model's. ``spheres`` puts
+  four spheres at the corners of each sole (:func:`_sphere_feet`): fewer contacts, cheaper
+  physics. ``model`` keeps the file's feet;
 - **keyframes** of the description first (keyframe 0 = the default pose); the file's keyframes
   follow when they still fit the model.
 
@@ -54,7 +55,7 @@ from unilab.robots.description import JointDrive, Pose, RobotDescription, SoleGe
 ACTUATOR_CHOICES = ("project", "file")
 """Values of ``robot.actuators``."""
 
-FEET_CHOICES = ("model", "spheres", "project")
+FEET_CHOICES = ("project", "model", "spheres")
 """Values of ``robot.feet``."""
 
 SOLE_MATCH_TOLERANCE_M = 1e-6
@@ -702,7 +703,8 @@ def _project_feet(spec: mujoco.MjSpec, model: mujoco.MjModel, robot: RobotDescri
     torsional and rolling friction) of the foot's first collision geom (MuJoCo's defaults when the
     foot has none) and, as sliding friction, ``robot.sole_friction`` (None: that geom's); the
     replaced geoms keep their looks and stop colliding. Feet that already are the soles
-    (:func:`_soles_in_place`, e.g. the built-in G1) are kept as they are.
+    (:func:`_soles_in_place`, e.g. the built-in G1) are kept as they are, and so are the model's
+    feet when the description gives no soles at all (a line in the report says which).
 
     Why: the task's rewards and gains were tuned on the description's sole; a model with other
     feet (Menagerie's G1 stands on four small spheres per foot) walks differently under the same
@@ -713,14 +715,17 @@ def _project_feet(spec: mujoco.MjSpec, model: mujoco.MjModel, robot: RobotDescri
         Whether ``spec`` changed (so the caller compiles it again).
 
     Raises:
-        RobotModelError: the description has no sole geoms for a foot body, an unsound one
+        RobotModelError: the description has sole geoms for one foot body but not the other, an unsound one
             (:meth:`SoleGeom.problems`) or a sole friction that is not a positive number; one line.
     """
     missing = [body for body in robot.feet if not robot.soles.get(body)]
+    if len(missing) == len(robot.feet):
+        report.changes.append(f"robot.feet=project: robot {robot.name!r} describes no sole geoms; the model's "
+                              "foot collision geoms kept")
+        return False
     if missing:
-        which = "" if len(missing) == len(robot.feet) else f" for foot body {missing[0]!r}"
-        raise RobotModelError(f"robot.feet=project: robot {robot.name!r} describes no sole geoms{which}; "
-                              "use robot.feet=model or spheres")
+        raise RobotModelError(f"robot.feet=project: robot {robot.name!r} describes no sole geoms for foot body "
+                              f"{missing[0]!r}; describe both feet's, or use robot.feet=model or spheres")
     bad = [f"sole geom {i} of {body!r}: {p}" for body in robot.feet
            for i, g in enumerate(robot.soles[body]) for p in g.problems()]
     if robot.sole_friction is not None and not (math.isfinite(robot.sole_friction) and robot.sole_friction > 0):
@@ -1098,7 +1103,7 @@ def build_scene(
     mjcf: str | os.PathLike | None = None,
     actuators: str = "project",
     with_floor: bool = True,
-    feet: str = "model",
+    feet: str = "project",
 ) -> RobotScene:
     """The task scene of ``robot``: its model (or ``mjcf``) plus what the tasks need.
 
@@ -1108,9 +1113,9 @@ def build_scene(
             ``""``: the description's own model.
         actuators: ``"project"`` or ``"file"`` (see the module docstring).
         with_floor: add a floor plane when the world has none.
-        feet: ``"model"`` (the model's foot collision geoms), ``"spheres"`` (four sole spheres
-            per foot, :func:`_sphere_feet`) or ``"project"`` (the description's soles,
-            :func:`_project_feet`).
+        feet: ``"project"`` (the description's soles, :func:`_project_feet`), ``"model"`` (the
+            model's foot collision geoms) or ``"spheres"`` (four sole spheres per foot,
+            :func:`_sphere_feet`).
 
     Returns:
         :class:`RobotScene`; nothing is printed (:func:`print_report` shows its report).
