@@ -146,6 +146,17 @@ def test_project_drives_replace_the_files_and_a_table_shows_it(meshed):
     assert re.search(r"left_knee_joint .*500 → 99\.1 .*0\.3 → 0 ", text), text
 
 
+def test_a_report_shown_once_per_process_still_shows_a_scene_with_other_feet(meshed, monkeypatch):
+    from unilab.robots import scene as scene_module
+
+    monkeypatch.setattr(scene_module, "_PRINTED", set())
+    shown = []
+    for feet in ("project", "project", "model"):
+        console = Console(record=True, width=250)
+        shown.append(print_report(build_scene(G1, mjcf=meshed, feet=feet).report, console=console))
+    assert shown == [True, False, True]
+
+
 def test_a_brief_report_is_the_title_and_the_changes_without_the_table(meshed):
     scene = build_scene(G1, mjcf=meshed)
     assert scene.report.changes

@@ -318,13 +318,14 @@ def print_report(report: SceneReport, *, console=None, once: bool = True, table:
 
     Printed in the main process of rank 0 only (a spawned collector or another torch.distributed
     rank building the same env stays quiet) and, with ``once``, once per process for the same
-    robot, file and choice. ``table=False`` (default: :data:`DRIVE_TABLE`) prints the table's title
+    robot, file, actuator choice and changes (a scene with other feet prints its own).
+    ``table=False`` (default: :data:`DRIVE_TABLE`) prints the table's title
     alone (how many joints differ), then the changes.
 
     Returns:
         Whether anything was printed.
     """
-    key = (report.robot, report.source, report.actuators)
+    key = (report.robot, report.source, report.actuators, tuple(report.changes))
     quiet = multiprocessing.parent_process() is not None or os.environ.get("RANK", "0") != "0"
     if quiet or (once and key in _PRINTED):
         return False
