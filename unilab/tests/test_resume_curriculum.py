@@ -196,3 +196,37 @@ def test_the_config_refuses_a_start_outside_the_scale_bounds(start, why):
     with pytest.raises(ValueError, match=why):
         G1WalkFlatConfig(penalty_curriculum={"start": start})
     assert G1WalkFlatConfig(penalty_curriculum={"start": 1.0}).penalty_curriculum.start == 1.0
+
+
+LIN, ANG = "Curriculum/command_lin_level", "Curriculum/command_ang_level"
+
+
+def _levels(p):
+    """(lin_level, ang_level) of the velocity command of an env the run's env factory builds."""
+    env = pickle.loads(pickle.dumps(p.env_fn))(num_envs=2, nthread=1)
+    try:
+        twist = env.commands["twist"]
+        return twist.lin_level, twist.ang_level
+    finally:
+        env.close()
+
+
+def test_a_resumed_run_builds_envs_at_the_recorded_command_levels(tmp_path):
+    p = _plan(tmp_path, {SCALE: 0.8, LIN: 0.7, ANG: 0.9}, "env.commands.curriculum.enabled=true")
+    assert p.resume_lines[1:] == [
+        f"command curriculum (linear) resumed at 0.7, the checkpoint's last {LIN} "
+        "(env.commands.curriculum.start_lin_level=0.7)",
+        f"command curriculum (angular) resumed at 0.9, the checkpoint's last {ANG} "
+        "(env.commands.curriculum.start_ang_level=0.9)"]
+    assert _levels(p) == pytest.approx((0.7, 0.9))
+
+
+def test_command_levels_start_at_initial_without_a_record_and_are_recorded_from_the_start(tmp_path):
+    p = _plan(tmp_path, {SCALE: 0.8}, "env.commands.curriculum.enabled=true",
+              "env.commands.curriculum.initial_fraction=0.4")
+    assert p.resume_lines[1].startswith("command curriculum (linear) starts at "
+                                        "env.commands.curriculum.initial_fraction=0.4: the checkpoint records no")
+    assert _levels(p) == pytest.approx((0.4, 0.4))
+    cfg = prepare("sac", "g1_walk_flat", "mujoco", ["env.commands.curriculum.enabled=true"])[3]
+    assert curriculum_start(cfg, _curricula()) == {SCALE: 0.1, LIN: 0.5, ANG: 0.5}
+    assert curriculum_start(prepare("sac", "g1_walk_flat", "mujoco", [])[3], _curricula()) == {SCALE: 0.1}

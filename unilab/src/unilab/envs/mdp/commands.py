@@ -47,6 +47,8 @@ class VelocityCommandCurriculum:
         threshold: fraction of the tracking term's weight that counts as tracking well.
         interval_s: env time between checks, s.
         lin_term, ang_term: reward term names of the linear and angular tracking.
+        start_lin, start_ang: the levels the envs start at (a resumed run's); None:
+            ``initial_fraction``.
     """
 
     initial_fraction: float = 0.5
@@ -55,6 +57,8 @@ class VelocityCommandCurriculum:
     interval_s: float = 1.0
     lin_term: str = "track_linear_velocity"
     ang_term: str = "track_angular_velocity"
+    start_lin: float | None = None
+    start_ang: float | None = None
 
 
 class UniformVelocityCommand:
@@ -77,7 +81,12 @@ class UniformVelocityCommand:
         self.env = env
         self.ranges = ranges
         self.curriculum = curriculum
-        self.lin_level = self.ang_level = 1.0 if curriculum is None else curriculum.initial_fraction
+        if curriculum is None:
+            self.lin_level = self.ang_level = 1.0
+        else:
+            initial = curriculum.initial_fraction
+            self.lin_level = initial if curriculum.start_lin is None else curriculum.start_lin
+            self.ang_level = initial if curriculum.start_ang is None else curriculum.start_ang
         self._since_check_s = 0.0
         self._ended = [0.0, 0.0, 0]  # since the last check: lin sum, ang sum, episodes
         self.resampled = True

@@ -36,9 +36,9 @@ class CommandCurriculumConfig(BaseModel):
     ``step_fraction`` of the full range when the episodes ended since the last check earned, per
     second of the maximum episode length, more than ``threshold`` x the weight of
     ``track_linear_velocity`` resp. ``track_angular_velocity``; they never narrow again.
-    Logged as ``Curriculum/command_lin_level`` and ``Curriculum/command_ang_level``.
-    ``unilab play`` and evaluation rebuild the env at the initial level: give them explicit
-    commands."""
+    Logged as ``Curriculum/command_lin_level`` and ``Curriculum/command_ang_level``; checkpoints
+    record both, and ``training.resume`` and ``unilab play`` start the levels there through
+    ``start_lin_level`` and ``start_ang_level``. Evaluation gives its own commands."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     enabled: bool = Field(False, description="widen the command ranges as tracking improves")
@@ -58,6 +58,16 @@ class CommandCurriculumConfig(BaseModel):
         description="env time between checks, s; unitree_rl_lab checks once per episode length "
         "(1000 env steps), about 240 checks over its PPO runs of 24-step iterations; here one "
         "iteration is one env step, so 1 s (50 iterations) gives ~120 checks in 6000 iterations",
+    )
+    start_lin_level: float | None = Field(
+        None, gt=0.0, le=1.0,
+        description="linear level the envs start at; null: initial_fraction. training.resume sets it to the "
+        "checkpoint's last Curriculum/command_lin_level unless given",
+    )
+    start_ang_level: float | None = Field(
+        None, gt=0.0, le=1.0,
+        description="angular level the envs start at; null: initial_fraction. training.resume sets it to the "
+        "checkpoint's last Curriculum/command_ang_level unless given",
     )
 
 

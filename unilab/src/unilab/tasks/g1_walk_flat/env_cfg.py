@@ -290,6 +290,7 @@ def make_env_cfg(cfg: G1WalkFlatConfig, robot=None) -> EnvCfg:
         mdp.VelocityCommandCurriculum(
             initial_fraction=cc.initial_fraction, step_fraction=cc.step_fraction,
             threshold=cc.threshold, interval_s=cc.interval_s,
+            start_lin=cc.start_lin_level, start_ang=cc.start_ang_level,
         )
         if cc.enabled
         else None

@@ -45,6 +45,15 @@ def unilab_register_tasks(register):
                     initial_key="env.penalty_curriculum.initial", enabled_key="env.penalty_curriculum.enabled",
                     name="penalty curriculum",
                 ),
+                *(
+                    CurriculumState(
+                        log_key=f"Curriculum/command_{axis}_level",
+                        start_key=f"env.commands.curriculum.start_{axis}_level",
+                        initial_key="env.commands.curriculum.initial_fraction",
+                        enabled_key="env.commands.curriculum.enabled", name=f"command curriculum ({name})",
+                    )
+                    for axis, name in (("lin", "linear"), ("ang", "angular"))
+                ),
             ),
         ),
     )
