@@ -54,9 +54,9 @@ as training builds it (:func:`unilab.robots.scene.build_scene`: the task's senso
 options and keyframes added; drives per ``--actuators``, default ``project``), with the same kp
 scale and settling. Run the same grid with and without it to compare with the built-in model, e.g.
 ``--nworld 1024 --threads 1,16 --variants bare,uni --memory-nworld 0 --bridge-nworld 0``.
-``--feet spheres`` builds the feet as ``robot.feet=spheres`` does (four sole spheres per foot);
-``--feet project`` as ``robot.feet=project`` does (the G1 description's seven sole capsules per
-foot, e.g. on a user's ``--mjcf``).
+``--feet`` builds the feet as ``robot.feet`` does: ``project`` (default, as training) the G1
+description's seven sole capsules per foot (on the built-in model, its own feet), ``model`` the
+file's own foot geoms (e.g. a user's ``--mjcf`` as written), ``spheres`` four sole spheres per foot.
 
 The compact table is printed last; ``--out`` writes everything as JSON.
 """
@@ -86,7 +86,7 @@ SLOW = ("rollout", "pyloop")
 
 # ---------------------------------------------------------------------------- model and state
 def g1_xml(mjcf: str | None = None, actuators: str = "project", kp_scale: float = KP_SCALE,
-           feet: str = "model") -> str:
+           feet: str = "project") -> str:
     """The G1 scene (the project's model, or the user's ``mjcf`` built as training builds it) with
     position gains x ``kp_scale`` (stands without a policy).
 
@@ -779,9 +779,9 @@ def main(argv=None) -> int:
                    help="drives of --mjcf: the project's (default) or the file's, as robot.actuators")
     p.add_argument("--kp-scale", type=float, default=KP_SCALE,
                    help=f"position gains x this, so the robot stands without a policy (default {KP_SCALE:g})")
-    p.add_argument("--feet", choices=("model", "spheres", "project"), default="model",
-                   help="foot collision as robot.feet: the model's geoms (default), four sole spheres per foot, "
-                        "or project: the G1 description's sole capsules")
+    p.add_argument("--feet", choices=("project", "model", "spheres"), default="project",
+                   help="foot collision as robot.feet: project (default, as training): the G1 description's sole "
+                        "capsules; model: the model's own geoms; spheres: four sole spheres per foot")
     p.add_argument("--memory-probe", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--probe-persistent", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)

@@ -71,3 +71,17 @@ def test_the_registry_refuses_an_inconsistent_description(monkeypatch):
     assert "robot 'no_knee' from test-robots: drives lacks joints ['left_knee_joint']" in first.error
     assert "registered under another name than its description's 'other_name'" in second.error
     assert "no_knee" not in registry.names() and "g1_copy" not in registry.names()
+
+
+def test_a_users_file_is_checked_with_the_feet_training_builds(tmp_path):
+    """check_robot builds a user's file as training does, with the project's soles by default: a
+    file whose feet have no collision geoms passes with them and fails with its own feet."""
+    from unilab.robots.testing import write_meshed_g1
+
+    path = write_meshed_g1(tmp_path / "g1")
+    robot_file = path.parent / "g1.xml"
+    lines = robot_file.read_text().splitlines(True)
+    robot_file.write_text("".join(ln for ln in lines if '<geom class="foot"' not in ln))  # feet: visuals only
+    assert check_robot("g1", mjcf=str(path), steps=2, raise_on_failure=False).ok
+    own = check_robot("g1", mjcf=str(path), feet="model", tasks=(), raise_on_failure=False)
+    assert not own.ok and "has no collision geom" in own.failed["scene"]

@@ -55,8 +55,9 @@ def meshed(tmp_path_factory) -> Path:
     return write_meshed_g1(tmp_path_factory.mktemp("user") / "unitree_g1")
 
 
-def robot(mjcf, actuators="project"):
-    return SimpleNamespace(name="g1", mjcf=str(mjcf), actuators=actuators)
+def robot(mjcf, actuators="project", feet="model"):
+    """The run's robot settings for ``mjcf``; the file's own feet unless ``feet`` says otherwise."""
+    return SimpleNamespace(name="g1", mjcf=str(mjcf), actuators=actuators, feet=feet)
 
 
 def cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -526,7 +527,10 @@ def test_project_feet_give_a_meshed_file_the_descriptions_soles(meshed):
     model = scene.compile()
     built_in = build_scene(G1).compile()
     assert ("robot.feet=project: 8 foot collision geoms replaced by the soles of robot 'g1' "
-            "(7 capsules per foot, sliding friction 0.6)") in scene.report.changes
+            "(7 capsules per foot, sliding friction 0.6; robot.feet=model keeps the file's)") in scene.report.changes
+    assert ("robot.feet=model: the file's foot collision geoms kept (robot.feet=project gives them the soles of "
+            "robot 'g1' the recipe was tuned on)") in build_scene(G1, mjcf=meshed, feet="model").report.changes
+    assert not any(c.startswith("robot.feet") for c in build_scene(G1, feet="model").report.changes)
     for body in G1.feet:
         b = model.body(body).id
         spheres = [g for g in range(model.ngeom) if model.geom_bodyid[g] == b
@@ -638,7 +642,7 @@ def test_project_feet_give_feet_without_collision_geoms_a_sole(tmp_path):
         build_scene(G1, mjcf=path, feet="model")
     scene = build_scene(G1, mjcf=path, feet="project")
     assert ("robot.feet=project: the soles of robot 'g1' added to feet without collision geoms (7 capsules per "
-            "foot, sliding friction 0.6)") in scene.report.changes
+            "foot, sliding friction 0.6; robot.feet=model keeps the file's)") in scene.report.changes
     model = scene.compile()
     for body in G1.feet:
         soles = _foot_geoms(model, body)

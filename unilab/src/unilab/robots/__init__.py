@@ -44,14 +44,14 @@ def get_robot(name: str) -> RobotDescription:
 def robot_settings(robot: Any = None) -> dict[str, Any]:
     """The run's ``robot.*`` settings as a record names them (an eval JSON record, the exported
     policy's metadata): ``{"name": str, "mjcf": absolute path or None (the description's own
-    model), "actuators": "project" | "file", "feet": "model" | "spheres" | "project"}``.
+    model), "actuators": "project" | "file", "feet": "project" | "model" | "spheres"}``.
     ``robot``: as for :func:`robot_scene`."""
     mjcf = getattr(robot, "mjcf", None)  # getattr(None, ...) gives the default too
     return {
         "name": getattr(robot, "name", "g1"),
         "mjcf": os.path.abspath(os.path.expanduser(os.fspath(mjcf))) if mjcf else None,
         "actuators": getattr(robot, "actuators", "project"),
-        "feet": getattr(robot, "feet", "model"),
+        "feet": getattr(robot, "feet", "project"),
     }
 
 
@@ -71,7 +71,7 @@ def robot_scene(robot: Any = None, *, with_floor: bool = True, report: bool = Tr
     description = getattr(robot, "description", None)  # an unregistered description (conformance)
     scene = build_scene(description if isinstance(description, RobotDescription) else get_robot(s["name"]),
                         mjcf=s["mjcf"], actuators=s["actuators"], with_floor=with_floor, feet=s["feet"])
-    if report and (scene.report.source != "built-in" or s["actuators"] != "project" or s["feet"] != "model"):
+    if report and (scene.report.source != "built-in" or s["actuators"] != "project" or s["feet"] == "spheres"):
         print_report(scene.report)
     return scene
 

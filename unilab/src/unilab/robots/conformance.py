@@ -132,6 +132,7 @@ def check_robot(
     robot: RobotDescription | str,
     *,
     mjcf: str | None = None,
+    feet: str = "project",
     tasks: tuple[str, ...] = ("g1_walk_flat",),
     num_envs: int = 2,
     steps: int = 5,
@@ -143,6 +144,7 @@ def check_robot(
     Args:
         robot: a description, or the name of a registered one (``robot.name``).
         mjcf: check this model file instead of the description's model.
+        feet: the feet to build it with, as ``robot.feet`` (default ``project``, as training's).
         tasks: tasks whose env must build and step with the robot (registered task names).
         num_envs, steps, seed: size of each task rollout.
         raise_on_failure: raise instead of returning a result with failures.
@@ -183,7 +185,7 @@ def check_robot(
     run("description", description)
     run("mirror", mirror)
     scene: list[RobotScene] = []
-    run("scene", lambda: scene.append(build_scene(robot, mjcf=mjcf, actuators="project")))
+    run("scene", lambda: scene.append(build_scene(robot, mjcf=mjcf, actuators="project", feet=feet)))
     if scene:
         model = scene[0].compile()
         run("default_pose", lambda: _check_default_pose(scene[0], model))
@@ -192,7 +194,7 @@ def check_robot(
         if missing:  # the builder adds them; a missing one is a builder defect worth naming
             result.failed["scene"] = f"foot sites {missing} missing"
     for task in tasks:
-        cfg = SimpleNamespace(name=robot.name, mjcf=mjcf, actuators="project", description=robot)
+        cfg = SimpleNamespace(name=robot.name, mjcf=mjcf, actuators="project", feet=feet, description=robot)
         run(f"task:{task}", lambda t=task: _check_task(t, cfg, num_envs, steps, seed))
     if raise_on_failure and not result.ok:
         raise RobotConformanceError(str(result))

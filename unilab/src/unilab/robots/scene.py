@@ -764,7 +764,8 @@ def _project_feet(spec: mujoco.MjSpec, model: mujoco.MjModel, robot: RobotDescri
                 else "the replaced geoms' friction")
     what = (f"{replaced} foot collision geoms replaced by the soles of robot {robot.name!r}" if replaced
             else f"the soles of robot {robot.name!r} added to feet without collision geoms")
-    report.changes.append(f"robot.feet=project: {what} ({per_foot} {kinds} per foot, {friction})")
+    report.changes.append(f"robot.feet=project: {what} ({per_foot} {kinds} per foot, {friction}; "
+                          "robot.feet=model keeps the file's)")
     return True
 
 
@@ -1165,6 +1166,9 @@ def build_scene(
         model = _compile(spec, source)
     elif feet == "project" and _project_feet(spec, model, robot, report):
         model = _compile(spec, source)
+    elif feet == "model" and from_file:
+        report.changes.append("robot.feet=model: the file's foot collision geoms kept (robot.feet=project gives "
+                              f"them the soles of robot {robot.name!r} the recipe was tuned on)")
     _add_sites(spec, model, robot, source, report)
     _raise_foot_priority(spec, model, robot, report)
     _add_sensors(spec, robot, report)
