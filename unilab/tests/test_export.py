@@ -121,7 +121,7 @@ def test_metadata_round_trip(exported):
     assert len(meta["pd_gains"]["kp"]) == 29 and min(meta["pd_gains"]["kp"]) > 0
     assert meta["normalizer"]["in_graph"] is True
     assert meta["source"]["algo"] == "sac" and meta["source"]["task"] == "g1_walk_flat"
-    assert meta["robot"] == {"name": "g1", "mjcf": None, "actuators": "project", "feet": "model"}  # the built-in model
+    assert meta["robot"] == {"name": "g1", "mjcf": None, "actuators": "project", "feet": "project"}  # the built-in model
 
     # what a host needs to build the command and gait_phase columns, as the run trained them
     commands = meta["commands"]
