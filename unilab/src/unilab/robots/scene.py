@@ -586,6 +586,16 @@ def _collision_box(model: mujoco.MjModel, body: str) -> tuple[np.ndarray, np.nda
     return pts.min(axis=0), pts.max(axis=0)
 
 
+def _copy_contact(source: mujoco.MjsGeom, geom: mujoco.MjsGeom) -> None:
+    """Give ``geom`` the contact settings and looks of ``source``: contype, conaffinity, condim,
+    priority, friction (sliding, torsional, rolling), solref, solimp, margin, gap, group, rgba."""
+    geom.contype, geom.conaffinity = source.contype, source.conaffinity
+    geom.condim, geom.priority = source.condim, source.priority
+    geom.friction, geom.solref, geom.solimp = list(source.friction), list(source.solref), list(source.solimp)
+    geom.margin, geom.gap = source.margin, source.gap
+    geom.group, geom.rgba = source.group, list(source.rgba)
+
+
 def _sphere_feet(spec: mujoco.MjSpec, model: mujoco.MjModel, robot: RobotDescription,
                  report: SceneReport) -> None:
     """Replace each foot body's collision geoms by four spheres of radius
@@ -619,11 +629,7 @@ def _sphere_feet(spec: mujoco.MjSpec, model: mujoco.MjModel, robot: RobotDescrip
             g.type = mujoco.mjtGeom.mjGEOM_SPHERE
             g.size = [r, 0.0, 0.0]
             g.pos = [x, y, lo[2] + r]
-            g.contype, g.conaffinity = first.contype, first.conaffinity
-            g.condim, g.priority = first.condim, first.priority
-            g.friction, g.solref, g.solimp = list(first.friction), list(first.solref), list(first.solimp)
-            g.margin, g.gap = first.margin, first.gap
-            g.group, g.rgba = first.group, list(first.rgba)
+            _copy_contact(first, g)
         for geom in geoms:
             geom.contype = 0
             geom.conaffinity = 0
@@ -747,11 +753,7 @@ def _project_feet(spec: mujoco.MjSpec, model: mujoco.MjModel, robot: RobotDescri
             g = _add_sole(parent, sole)
             g.name = f"{body}_sole{i}"
             if first is not None:
-                g.contype, g.conaffinity = first.contype, first.conaffinity
-                g.condim, g.priority = first.condim, first.priority
-                g.friction, g.solref, g.solimp = list(first.friction), list(first.solref), list(first.solimp)
-                g.margin, g.gap = first.margin, first.gap
-                g.group, g.rgba = first.group, list(first.rgba)
+                _copy_contact(first, g)
             if robot.sole_friction is not None:
                 g.friction = [robot.sole_friction, *list(g.friction)[1:]]
         for geom in geoms:
@@ -1128,7 +1130,7 @@ def build_scene(
             file missing where MuJoCo looks for it, a missing joint or body, a joint without
             range, two actuators on one joint, with ``file`` an actuator that is not a
             position servo or has no force limit, or with ``feet="project"`` a description
-            without sole geoms).
+            whose soles cover one foot only or are unsound).
     """
     if actuators not in ACTUATOR_CHOICES:
         raise RobotModelError(f"robot.actuators: expected one of {', '.join(ACTUATOR_CHOICES)}, got {actuators!r}")
