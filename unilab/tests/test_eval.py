@@ -283,33 +283,44 @@ def test_policy_onnx_alone_is_enough(walk_run, tmp_path):
     assert report.record["policy"]["file"] == "policy.onnx" and report.json_path == run / "eval_walking_cases.json"
 
 
+def _transfer_eval(run, overrides, look):
+    """``unilab eval RUN --transfer OVERRIDES`` with a short walking suite; ``look(env)`` is called
+    on the evaluation's env once it is built. Returns (the report, what ``look`` returned)."""
+    from unilab.eval import runner
+
+    original, session_cls = runner.task_suites, runner.EvalSession
+    seen = {}
+
+    class Looking(session_cls):
+        def __post_init__(self) -> None:
+            super().__post_init__()
+            seen["env"] = look(self.env)
+
+    runner.task_suites = lambda reg: (walking(settle_s=0.0, measure_s=0.2),)
+    runner.EvalSession = Looking
+    try:
+        report = evaluate(str(run), num_envs=1, show_progress=False, overrides=overrides, transfer=True)
+    finally:
+        runner.task_suites, runner.EvalSession = original, session_cls
+    return report, seen["env"]
+
+
+def _colliding_foot_geoms(env) -> list[int]:
+    """Geom ids of the left foot body that collide, in the evaluation env's model."""
+    model = env.backend.model
+    foot = model.body(g1.G1.feet[0]).id
+    return [g for g in range(model.ngeom) if model.geom_bodyid[g] == foot and model.geom_contype[g]]
+
+
 def test_a_transfer_evaluates_on_sphere_feet_and_leaves_the_runs_score_alone(walk_run, capsys):
     """--transfer robot.feet=spheres: the env has four sole spheres per foot, the record (its own
     file) and the table's header say which model it ran on against the one it trained on, and
     run_summary.json's eval entry is untouched."""
-    from unilab.eval import runner
-
     before = json.loads((walk_run / "run_summary.json").read_text()).get("eval")
-    original, session_cls = runner.task_suites, runner.EvalSession
-    built = {}
-
-    class Recording(session_cls):
-        def __post_init__(self) -> None:
-            super().__post_init__()
-            model = self.env.backend.model
-            foot = model.body(g1.G1.feet[0]).id
-            built["spheres"] = sum(int(model.geom_bodyid[g] == foot and model.geom_contype[g] != 0
-                                       and model.geom_type[g] == mujoco.mjtGeom.mjGEOM_SPHERE)
-                                   for g in range(model.ngeom))
-
-    runner.task_suites = lambda reg: (walking(settle_s=0.0, measure_s=0.2),)
-    runner.EvalSession = Recording
-    try:
-        report = evaluate(str(walk_run), num_envs=1, show_progress=False, overrides=["robot.feet=spheres"],
-                          transfer=True)
-    finally:
-        runner.task_suites, runner.EvalSession = original, session_cls
-    assert built["spheres"] == 4
+    sphere = mujoco.mjtGeom.mjGEOM_SPHERE
+    report, spheres = _transfer_eval(walk_run, ["robot.feet=spheres"], lambda env: sum(
+        int(env.backend.model.geom_type[g] == sphere) for g in _colliding_foot_geoms(env)))
+    assert spheres == 4
     assert report.json_path == walk_run / "eval_walking_transfer.json"
     record = json.loads(report.json_path.read_text())
     assert record["robot"]["feet"] == "spheres"
@@ -326,32 +337,19 @@ def test_a_transfer_to_a_users_file_with_the_projects_soles(walk_run, tmp_path):
     """--transfer robot.mjcf=FILE robot.feet=project: the built-in run's policy is evaluated on a
     meshed G1 whose feet collide through the G1's seven sole capsules each, not the file's spheres,
     and friction randomization finds those capsules."""
-    from unilab.eval import runner
     from unilab.robots.testing import write_meshed_g1
 
     mjcf = write_meshed_g1(tmp_path / "user_g1")
-    original, session_cls = runner.task_suites, runner.EvalSession
-    built = {}
 
-    class Recording(session_cls):
-        def __post_init__(self) -> None:
-            super().__post_init__()
-            model = self.env.backend.model
-            foot = model.body(g1.G1.feet[0]).id
-            colliding = [g for g in range(model.ngeom) if model.geom_bodyid[g] == foot and model.geom_contype[g]]
-            built["soles"] = [(model.geom(g).name, int(model.geom_type[g])) for g in colliding]
-            built["randomized"] = {self.env.meta.geom_names[g] for g in self.env.meta.collision_geom_ids(g1.G1.feet)}
+    def look(env):
+        model = env.backend.model
+        return ([(model.geom(g).name, int(model.geom_type[g])) for g in _colliding_foot_geoms(env)],
+                {env.meta.geom_names[g] for g in env.meta.collision_geom_ids(g1.G1.feet)})
 
-    runner.task_suites = lambda reg: (walking(settle_s=0.0, measure_s=0.2),)
-    runner.EvalSession = Recording
-    try:
-        report = evaluate(str(walk_run), num_envs=1, show_progress=False, transfer=True,
-                          overrides=[f"robot.mjcf={mjcf}", "robot.feet=project"])
-    finally:
-        runner.task_suites, runner.EvalSession = original, session_cls
+    report, (soles, randomized) = _transfer_eval(walk_run, [f"robot.mjcf={mjcf}", "robot.feet=project"], look)
     capsule = int(mujoco.mjtGeom.mjGEOM_CAPSULE)
-    assert built["soles"] == [(f"{g1.G1.feet[0]}_sole{i}", capsule) for i in range(7)]
-    assert built["randomized"] == {f"{body}_sole{i}" for body in g1.G1.feet for i in range(7)}
+    assert soles == [(f"{g1.G1.feet[0]}_sole{i}", capsule) for i in range(7)]
+    assert randomized == {f"{body}_sole{i}" for body in g1.G1.feet for i in range(7)}
     record = json.loads(report.json_path.read_text())
     assert record["robot"] == {"name": "g1", "mjcf": str(mjcf), "actuators": "project", "feet": "project"}
     assert record["transfer"]["text"] == (f"robot.mjcf={mjcf}, robot.feet=project (trained with robot.mjcf=built-in, "
