@@ -179,9 +179,13 @@ def run_seed(args: argparse.Namespace, seed: int, settings: dict) -> list[tuple[
     done = 0
     try:
         while done < args.steps:
-            chunk = min(args.eval_every, args.steps - done) // args.num_envs
-            runner.learn(chunk)
-            done += chunk * args.num_envs
+            target = min(done + args.eval_every, args.steps)
+            while done < target:  # progress lines, so that a run cut short still shows its pace
+                chunk = max(min(args.progress_every, target - done) // args.num_envs, 1)
+                runner.learn(chunk)
+                done += chunk * args.num_envs
+                print(f"seed {seed}: {done} env steps, {done / (time.perf_counter() - t0):.0f} env steps/s",
+                      flush=True)
             curve.append((done, evaluate(learner, eval_env, args.eval_episodes, 10_000 + seed)))
             print(f"seed {seed}: step {done} return {curve[-1][1]:.1f} ({time.perf_counter() - t0:.0f} s, "
                   f"cuda_graphs={learner.cuda_graphs})", flush=True)
@@ -203,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="horizon of the cosine learning-rate schedule in iterations (official: the 1 M-step run)")
     p.add_argument("--eval-every", type=int, default=100_000)
     p.add_argument("--eval-episodes", type=int, default=50)
+    p.add_argument("--progress-every", type=int, default=10_000, help="env steps between progress lines")
     p.add_argument("--set", action="append", default=[], help="FlashSACConfig KEY=VALUE (repeatable)")
     p.add_argument("--out", default=None, help="write the curves as JSON here")
     args = p.parse_args(argv)
@@ -212,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("error: gymnasium is not installed: pip install gymnasium imageio", file=sys.stderr)
         return 2
-    for name in ("steps", "num_envs", "eval_every", "eval_episodes", "schedule_steps"):
+    for name in ("steps", "num_envs", "eval_every", "eval_episodes", "schedule_steps", "progress_every"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     from unilab_rl import FlashSACConfig
