@@ -8,7 +8,8 @@
 #     CODE   new (this tree, wheels in .whl) or old (the wheels in .whl_old: another commit's four
 #            packages, built with `pip wheel --no-deps -w .whl_old ./mjbatch_uni ./unisim ./unilab_rl
 #            ./unilab` in that commit's checkout; they run on .whl's third-party wheels)
-#     CPUS   cores for taskset, e.g. 0-7
+#     CPUS   cores for taskset, e.g. 0-7; runs in one invocation go side by side and must not share
+#            cores (refused); for one run after another, call the script once per run
 #   Each run is stopped by SIGINT after LIMIT_S if still running (its summary then says so).
 # Needs the wheels in .whl/ (see device_train.sh; PyAV is not needed: runs skip the video).
 # Brings back OUTDIR/<TAG>.tgz: run_summary.json, run_config.json, learning_curve.png, the
@@ -19,6 +20,23 @@
 # checkpoints are still there (e.g. POST_EVAL="python3 benchmarks/actor_average_ab.py").
 set -uo pipefail
 out=$1; limit=$2; shift 2
+# Runs given together share the machine: refuse core sets that overlap (run such specs in
+# separate invocations, one after the other).
+declare -A taken=()
+for spec in "$@"; do
+  read -r tag _ cpus _ <<<"$spec"
+  IFS=, read -ra parts <<<"$cpus"
+  for part in "${parts[@]}"; do
+    lo=${part%-*}; hi=${part#*-}
+    for ((c = lo; c <= hi; c++)); do
+      if [ -n "${taken[$c]:-}" ]; then
+        echo "error: CPUS of $tag ($cpus) overlap ${taken[$c]}'s at core $c; expected disjoint core sets for runs side by side" >&2
+        exit 2
+      fi
+      taken[$c]=$tag
+    done
+  done
+done
 mkdir -p "$out"; nproc; nvidia-smi -L
 install() {  # install() TARGET WHEELS...: one site folder per code version
   local target=$1; shift
