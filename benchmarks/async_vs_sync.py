@@ -1,4 +1,4 @@
-"""Env steps/s of SAC training in the sync and async runtimes, against physics alone.
+"""Env steps/s of training in the sync and async runtimes, against physics alone.
 
 From the repository root (packages installed), e.g. on the 16-core GPU machine, the default
 SAC g1_walk_flat settings (owner YAML, no preset), every row of the table below in one run:
@@ -10,8 +10,9 @@ each run in a child process whose ``PYTHONPATH`` puts that checkout's ``src`` fo
 
     python benchmarks/async_vs_sync.py --preset '' --num-envs 1024 --iterations 300 --device cuda --ab /tmp/old907
 
-Uses the ``g1_walk_flat`` task with the ``laptop`` preset's algo settings unless ``--preset`` says
-otherwise (``--preset ''``: the owner defaults), ``--set key=value`` to override, as ``unilab
+Uses SAC on the ``g1_walk_flat`` task unless ``--algo`` and ``--task`` say otherwise (e.g.
+``--algo flashsac --task g1_motion_tracking``), with the ``laptop`` preset's settings unless
+``--preset`` says otherwise (``--preset ''``: the owner defaults), ``--set key=value`` to override, as ``unilab
 train``; no run directory. The async rows use the config's collectors, shards and policy device
 unless ``--num-collectors``, ``--collector-shards`` or ``--policy-device`` list others. The rows,
 one after the other in this process:
@@ -95,6 +96,8 @@ def _time(fn, repeats: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--algo", default="sac", help="algorithm, as `unilab train --algo` (sac, flashsac)")
+    parser.add_argument("--task", default="g1_walk_flat", help="task, as `unilab train --task`")
     parser.add_argument("--num-envs", type=int, default=32)
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--device", default="auto", help="learner device (auto, cpu, cuda, ...)")
@@ -131,7 +134,7 @@ def main() -> None:
     from unilab.build import prepare
 
     algo_reg, task_reg, backend_reg, cfg = prepare(
-        "sac", "g1_walk_flat", "mujoco", [f"training.num_envs={args.num_envs}", *args.set], args.preset or None)
+        args.algo, args.task, "mujoco", [f"training.num_envs={args.num_envs}", *args.set], args.preset or None)
     for key, default in (("num_collectors", 1), ("collector_shards", 1), ("policy_device", "cpu"),
                          ("shard_stepping", "threads")):
         if getattr(args, key) is None:  # the config's own value (owner YAML, preset, --set)
@@ -165,7 +168,7 @@ def main() -> None:
                  f"runtime.learner_threads={args.learner_threads}", *args.set]
     if args.block_steps:
         overrides.append(f"runtime.block_steps={args.block_steps}")
-    algo_reg, task_reg, backend_reg, cfg = prepare("sac", "g1_walk_flat", "mujoco", overrides, args.preset or None)
+    algo_reg, task_reg, backend_reg, cfg = prepare(args.algo, args.task, "mujoco", overrides, args.preset or None)
     device = resolve_device(args.device)
     if device.type == "cuda":
         torch.set_float32_matmul_precision("high")
@@ -424,6 +427,11 @@ def ab(args, parser: argparse.ArgumentParser) -> None:
             run_argv = argv
             if label == "old":
                 run_argv, dropped = _argv_for(argv, _options_of(scripts["old"]), parser)
+                changed = [o for o in ("--algo", "--task") if any(d == o or d.startswith(o + "=") for d in dropped)
+                           and getattr(args, o[2:]) != parser.get_default(o[2:])]
+                if changed:  # the old copy would measure another task or algorithm
+                    raise SystemExit(f"error: --ab {args.ab}: its copy of the benchmark has no {' or '.join(changed)}; "
+                                     f"expected the defaults (--algo sac --task g1_walk_flat) for such a checkout")
                 if dropped:
                     print(f"== old: options its copy lacks, left out: {' '.join(dropped)}", flush=True)
             print(f"== {label}: {root}", flush=True)
