@@ -25,7 +25,7 @@ Variants (``--variants``, comma separated; each is the project's G1 scene of
 ``project``), ``tol1e-5`` (``opt.tolerance`` 1e-5), ``ls8`` (``opt.ls_iterations`` 8), ``it4``
 (``opt.iterations`` 4), ``it3ls5`` (3 and 5), ``sparse`` (``opt.jacobian`` sparse), ``cg``
 (``opt.solver`` CG), ``spheres`` (``robot.feet=spheres``: four sole spheres per foot). Every
-variant but ``spheres`` changes the solver, not the model, so each is a candidate only if the
+variant changes the physics (the solver's answer or the feet), so each is a candidate only if the
 policy learns as well with it (``unilab eval`` over seeds); this script measures cost, not
 learning.
 
