@@ -4,8 +4,10 @@ One command, from the repository root (packages installed):
 
     python benchmarks/env_overhead.py --num-envs 256,1024,4096 --steps 100 --repeats 3
     python benchmarks/env_overhead.py --num-envs 1024 --profile          # + top costs
+    python benchmarks/env_overhead.py --task g1_motion_tracking --action-scale 0.3 --num-envs 512,1024
 
-g1_walk_flat (the shipped recipe, ``SHIPPED``) on ``MujocoBackend`` with ``--nthread`` physics threads
+``--task``: g1_walk_flat (the shipped recipe, ``SHIPPED``; the default) or g1_motion_tracking
+(its registered config, built as ``unilab train`` builds it) on ``MujocoBackend`` with ``--nthread`` physics threads
 (default 1) and ``torch.set_num_threads(--torch-threads)`` (default 1). Per env step it measures
 
 * ``total``: the whole ``env.step(actions)``;
@@ -18,7 +20,8 @@ Each is reported as wall time (``time.perf_counter``) and as CPU time of the pro
 (``time.process_time``; with 1 physics thread and 1 torch thread that is one core's work, and it
 is robust to other load on a shared machine). Actions (``--actions``): ``uniform`` in the env's
 action box, drawn from a separate seeded generator, so robots fall and reset as in early training
-(the default); ``standing``, all zero, i.e. the default pose's joint targets, so robots stand and
+(the default; ``--action-scale s`` shrinks the box to ``s * [low, high]``, e.g. 0.3 for the
+tracking task, whose robots then move and sometimes reset); ``standing``, all zero, i.e. the default pose's joint targets, so robots stand and
 only pushes and time-outs interrupt them, as with a trained policy. A warm-up of
 ``--warmup`` steps runs first; each repeat is ``--steps`` steps; medians over repeats are printed.
 
@@ -65,7 +68,16 @@ SHIPPED = {
 }  # fmt: skip
 
 
-def build(num_envs: int, nthread: int, seed: int):
+TASKS = ("g1_walk_flat", "g1_motion_tracking")
+
+
+def build(num_envs: int, nthread: int, seed: int, task: str = "g1_walk_flat"):
+    if task == "g1_motion_tracking":
+        from unilab.build import prepare
+
+        _, task_reg, backend_reg, cfg = prepare("sac", task, "mujoco", [f"training.num_envs={num_envs}"], None)
+        return task_reg.item.make_env(cfg.env, backend_cls=backend_reg.item, num_envs=num_envs, nthread=nthread,
+                                      cpu_ids=cfg.sim.cpu_ids, robot=cfg.robot, seed=seed)
     from unilab.tasks.g1_walk_flat import G1WalkFlatConfig, make_env
     from unisim.backends.mujoco import MujocoBackend
 
@@ -140,18 +152,19 @@ class SectionTimer:
         return timed
 
 
-def sections(env, timer, steps: int, gen: torch.Generator, actions: str = "uniform") -> None:
+def sections(env, timer, steps: int, gen: torch.Generator, actions: str = "uniform", scale: float = 1.0) -> None:
     st = SectionTimer(env)
-    run_block(env, timer, steps, gen, actions)
+    run_block(env, timer, steps, gen, actions, scale)
     print(f"\n--- phases of env.step, CPU (thread) ms per env step, {steps} steps ---")
     for key in st.cpu:
         print(f"{key:>40}: {1e3 * st.cpu[key] / steps:7.3f} ms  ({st.calls[key] / steps:.2f} calls/step)")
 
 
 def run_block(env, timer: PhysicsTimer, steps: int, gen: torch.Generator,
-              actions: str = "uniform") -> dict[str, float]:
-    """One timed block of ``steps`` env steps; ``actions``: ``"uniform"`` or ``"standing"`` (--actions)."""
-    lo, hi = env.action_low, env.action_high
+              actions: str = "uniform", scale: float = 1.0) -> dict[str, float]:
+    """One timed block of ``steps`` env steps; ``actions``: ``"uniform"`` in ``scale`` times the
+    action box, or ``"standing"`` (--actions, --action-scale)."""
+    lo, hi = scale * env.action_low, scale * env.action_high
     if actions == "standing":  # the default pose's joint targets: robots stand (trained-policy regime)
         batches = [torch.zeros(env.num_envs, env.num_actions) for _ in range(steps)]
     else:
@@ -174,10 +187,11 @@ def run_block(env, timer: PhysicsTimer, steps: int, gen: torch.Generator,
     }
 
 
-def profile(env, timer, steps: int, gen: torch.Generator, top: int, actions: str = "uniform") -> None:
+def profile(env, timer, steps: int, gen: torch.Generator, top: int, actions: str = "uniform",
+            scale: float = 1.0) -> None:
     prof = cProfile.Profile()
     prof.enable()
-    run_block(env, timer, steps, gen, actions)
+    run_block(env, timer, steps, gen, actions, scale)
     prof.disable()
     for key in ("tottime", "cumulative"):
         s = io.StringIO()
@@ -187,15 +201,17 @@ def profile(env, timer, steps: int, gen: torch.Generator, top: int, actions: str
     from torch.profiler import ProfilerActivity, profile as tprofile
 
     with tprofile(activities=[ProfilerActivity.CPU]) as p:
-        run_block(env, timer, steps, gen, actions)
+        run_block(env, timer, steps, gen, actions, scale)
     print(f"\n--- torch profiler, {steps} steps, by self CPU time ---")
     print(p.key_averages().table(sort_by="self_cpu_time_total", row_limit=top))
 
 
-def rollout(n: int, nthread: int, seed: int, steps: int) -> dict[str, torch.Tensor]:
-    """Every output of ``steps`` env steps from a seeded start: uniform actions for the first
-    half (falls and resets), zero actions after (standing, pushes, command resamples)."""
-    env = build(n, nthread, seed)
+def rollout(n: int, nthread: int, seed: int, steps: int, task: str = "g1_walk_flat",
+            scale: float = 1.0) -> dict[str, torch.Tensor]:
+    """Every output of ``steps`` env steps from a seeded start: uniform actions in ``scale``
+    times the action box for the first half (falls and resets), zero actions after (standing,
+    pushes, command resamples); with each reward term's weighted value."""
+    env = build(n, nthread, seed, task)
     try:
         gen = torch.Generator().manual_seed(seed + 1)
         out: dict[str, list[torch.Tensor]] = {}
@@ -206,7 +222,7 @@ def rollout(n: int, nthread: int, seed: int, steps: int) -> dict[str, torch.Tens
         obs = env.reset()
         for g, v in obs.items():
             keep(f"reset/{g}", v)
-        lo, hi = env.action_low, env.action_high
+        lo, hi = scale * env.action_low, scale * env.action_high
         for t in range(steps):
             if t < steps // 2:
                 a = lo + (hi - lo) * torch.rand(n, env.num_actions, generator=gen)
@@ -217,6 +233,7 @@ def rollout(n: int, nthread: int, seed: int, steps: int) -> dict[str, torch.Tens
                 keep(f"obs/{g}", v)
                 keep(f"final_obs/{g}", extras["final_obs"][g])
             keep("reward", reward)
+            keep("reward_terms", env.reward_manager.last)
             keep("terminated", terminated)
             keep("truncated", truncated)
             keep("log", torch.tensor([v for _, v in sorted(extras["log"].items())], dtype=torch.float64))
@@ -251,7 +268,8 @@ def ab(args) -> None:
     old, new = Path(args.ab).resolve(), Path(__file__).resolve().parents[1]
     child = [sys.executable, __file__, "--num-envs", args.num_envs, "--steps", str(args.steps),
              "--warmup", str(args.warmup), "--repeats", "1", "--nthread", str(args.nthread),
-             "--torch-threads", str(args.torch_threads), "--seed", str(args.seed), "--actions", args.actions]
+             "--torch-threads", str(args.torch_threads), "--seed", str(args.seed), "--actions", args.actions,
+             "--task", args.task, "--action-scale", str(args.action_scale)]
     results: dict[str, list[dict]] = {"old": [], "new": []}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.repeats):
@@ -267,7 +285,7 @@ def ab(args) -> None:
                     f"n={x['num_envs']} ovh_cpu={x['overhead_cpu']:.2f} resets={x['resets_per_step']:.1f}"
                     for x in rows), flush=True)
     print(f"\nold = {old}, new = {new}; ms per env step, median of {args.repeats} runs x {args.steps} steps, "
-          f"actions {args.actions}, physics threads {args.nthread}, torch threads {args.torch_threads}")
+          f"task {args.task}, actions {args.actions} x {args.action_scale:g}, physics threads {args.nthread}, torch threads {args.torch_threads}")
     print(f"{'num_envs':>8} | {'old ovh cpu':>11} {'new ovh cpu':>11} {'old/new':>7} | "
           f"{'old total cpu':>13} {'new total cpu':>13} | {'old phys cpu':>12} {'new phys cpu':>12}")
     for n in (int(x) for x in args.num_envs.split(",")):
@@ -293,6 +311,9 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--actions", choices=("uniform", "standing"), default="uniform",
                     help="uniform in the action box (robots fall, many resets) or zero (robots stand)")
+    ap.add_argument("--task", choices=TASKS, default="g1_walk_flat")
+    ap.add_argument("--action-scale", type=float, default=1.0,
+                    help="uniform actions in this fraction of the action box (e.g. 0.3 for tracking)")
     ap.add_argument("--json", default=None, help="append one JSON line per num_envs to this file")
     ap.add_argument("--ab", default=None, metavar="ROOT",
                     help="another checkout: run old (ROOT) and new (this one) alternately, print ratios")
@@ -306,7 +327,7 @@ def main() -> None:
         return
     if args.rollout_save or args.rollout_compare:
         n = int(args.num_envs.split(",")[0])
-        data = rollout(n, args.nthread, args.seed, args.rollout_steps)
+        data = rollout(n, args.nthread, args.seed, args.rollout_steps, args.task, args.action_scale)
         if args.rollout_save:
             torch.save(data, args.rollout_save)
             print(f"saved {len(data)} tensors of a {args.rollout_steps}-step rollout at {n} envs to {args.rollout_save}")
@@ -317,12 +338,13 @@ def main() -> None:
     rows = []
     sizes = [int(x) for x in args.num_envs.split(",")]
     for i, n in enumerate(sizes):
-        env = build(n, args.nthread, args.seed)
+        env = build(n, args.nthread, args.seed, args.task)
         timer = PhysicsTimer(env.backend)
         gen = torch.Generator().manual_seed(args.seed + 1)
         env.reset()
-        run_block(env, timer, args.warmup, gen, args.actions)
-        blocks = [run_block(env, timer, args.steps, gen, args.actions) for _ in range(args.repeats)]
+        run_block(env, timer, args.warmup, gen, args.actions, args.action_scale)
+        blocks = [run_block(env, timer, args.steps, gen, args.actions, args.action_scale)
+                  for _ in range(args.repeats)]
         med = {k: statistics.median(b[k] for b in blocks) for k in blocks[0]}
         rows.append((n, med, blocks))
         print(f"num_envs={n}: " + ", ".join(f"{k}={v:.3f}" for k, v in med.items()), flush=True)
@@ -330,8 +352,8 @@ def main() -> None:
             with open(args.json, "a") as f:
                 f.write(json.dumps({"num_envs": n, **med}) + "\n")
         if args.profile and i == 0:
-            sections(env, timer, args.profile_steps, gen, args.actions)
-            profile(env, timer, args.profile_steps, gen, args.top, args.actions)
+            sections(env, timer, args.profile_steps, gen, args.actions, args.action_scale)
+            profile(env, timer, args.profile_steps, gen, args.top, args.actions, args.action_scale)
         env.close()
 
     print(f"\nms per env step, median of {args.repeats} x {args.steps} steps "
