@@ -94,6 +94,21 @@ def matrix_from_quat(q: torch.Tensor) -> torch.Tensor:
     ).reshape(q.shape[:-1] + (3, 3))  # fmt: skip
 
 
+def rot6d_from_quat(q: torch.Tensor) -> torch.Tensor:
+    """(..., 6) the first two columns of the rotation matrices of (..., 4) unit wxyz quaternions,
+    row by row (m00, m01, m10, m11, m20, m21): ``matrix_from_quat(q)[..., :2]`` flattened, in
+    the same float operations (bit for bit), without the third column and with each product
+    computed once.
+    """
+    w, x, y, z = q.unbind(-1)
+    xx, yy, zz = x * x, y * y, z * z
+    xy, xz, yz, wx, wy, wz = x * y, x * z, y * z, w * x, w * y, w * z
+    return torch.stack(
+        (1 - 2 * (yy + zz), 2 * (xy - wz), 2 * (xy + wz), 1 - 2 * (xx + zz), 2 * (xz - wy), 2 * (yz + wx)),
+        dim=-1,
+    )
+
+
 def quat_from_euler_xyz(roll: torch.Tensor, pitch: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
     """(..., 4) wxyz quaternion of extrinsic x-y-z Euler angles (R = Rz(yaw) Ry(pitch) Rx(roll))."""
     cr, sr = torch.cos(0.5 * roll), torch.sin(0.5 * roll)

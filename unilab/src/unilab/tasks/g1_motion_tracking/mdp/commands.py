@@ -190,7 +190,8 @@ class MotionCommand:
         sampler_kwargs: :class:`AdaptiveSampler` settings.
 
     Attributes:
-        command: (N, 2J) reference joint positions and velocities at the current frame.
+        command: (N, 2J) reference joint positions and velocities at the current frame (one
+            tensor per refresh; ``joint_pos`` and ``joint_vel`` are views of its halves).
         clip_index: (N,) int64 clip of each row.
         time_steps: (N,) int64 current frame of each row, within its clip.
         body_pos_w, body_quat_w, body_lin_vel_w, body_ang_vel_w: (N, B, ·) reference bodies.
@@ -233,6 +234,8 @@ class MotionCommand:
             return torch.as_tensor(np.concatenate([getattr(c, key) for c in clips]), dtype=torch.float32, device=dev)
 
         self.joint_pos_ref, self.joint_vel_ref = cat("joint_pos"), cat("joint_vel")
+        # (F, 2J) the command of every frame, so that a refresh gathers it in one op
+        self._command_ref = torch.cat((self.joint_pos_ref, self.joint_vel_ref), dim=1)
         self.body_pos_ref, self.body_quat_ref = cat("body_pos_w"), cat("body_quat_w")
         self.body_lin_vel_ref, self.body_ang_vel_ref = cat("body_lin_vel_w"), cat("body_ang_vel_w")
         self.clip_frames = torch.tensor([c.num_frames for c in clips], dtype=torch.long, device=dev)
@@ -314,19 +317,19 @@ class MotionCommand:
 
     # ------------------------------------------------------------------ reference at time_steps
     @property
-    def command(self) -> torch.Tensor:
-        return torch.cat((self.joint_pos, self.joint_vel), dim=1)
-
-    @property
     def frame_index(self) -> torch.Tensor:
         """(N,) int64 row of each env's current frame in the stored (concatenated) arrays."""
-        return self.clip_offset[self.clip_index] + self.time_steps
+        return self.clip_offset.index_select(0, self.clip_index) + self.time_steps
 
     def _refresh(self) -> None:
+        # index_select: the same rows as ``ref[t]``, with a fraction of advanced indexing's cost
         t = self.frame_index
-        self.joint_pos, self.joint_vel = self.joint_pos_ref[t], self.joint_vel_ref[t]
-        self.body_pos_w, self.body_quat_w = self.body_pos_ref[t], self.body_quat_ref[t]
-        self.body_lin_vel_w, self.body_ang_vel_w = self.body_lin_vel_ref[t], self.body_ang_vel_ref[t]
+        self.command = self._command_ref.index_select(0, t)
+        j = self.joint_pos_ref.shape[1]
+        self.joint_pos, self.joint_vel = self.command[:, :j], self.command[:, j:]
+        self.body_pos_w, self.body_quat_w = self.body_pos_ref.index_select(0, t), self.body_quat_ref.index_select(0, t)
+        self.body_lin_vel_w = self.body_lin_vel_ref.index_select(0, t)
+        self.body_ang_vel_w = self.body_ang_vel_ref.index_select(0, t)
         self.anchor_pos_w = self.body_pos_w[:, self.anchor_index]
         self.anchor_quat_w = self.body_quat_w[:, self.anchor_index]
         robot = self.env.robot

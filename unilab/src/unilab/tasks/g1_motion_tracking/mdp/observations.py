@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from unilab.utils.math import matrix_from_quat, quat_conjugate, quat_mul, quat_rotate_inverse
+from unilab.utils.math import quat_conjugate, quat_mul, quat_rotate_inverse, rot6d_from_quat
 
 
 def _robot_anchor(env, cmd) -> tuple[torch.Tensor, torch.Tensor]:
@@ -25,8 +25,7 @@ def motion_anchor_ori_b(env, command_name: str = "motion") -> torch.Tensor:
     of its rotation matrix (the 6D representation)."""
     cmd = env.commands[command_name]
     _, quat = _robot_anchor(env, cmd)
-    mat = matrix_from_quat(quat_mul(quat_conjugate(quat), cmd.anchor_quat_w))
-    return mat[..., :2].reshape(mat.shape[0], -1)
+    return rot6d_from_quat(quat_mul(quat_conjugate(quat), cmd.anchor_quat_w))
 
 
 def robot_body_pos_b(env, command_name: str = "motion") -> torch.Tensor:
@@ -43,5 +42,5 @@ def robot_body_ori_b(env, command_name: str = "motion") -> torch.Tensor:
     cmd = env.commands[command_name]
     _, quat = _robot_anchor(env, cmd)
     b = env.robot.body_quat_w.shape[1]
-    mat = matrix_from_quat(quat_mul(quat_conjugate(quat)[:, None].expand(-1, b, -1), env.robot.body_quat_w))
-    return mat[..., :2].reshape(mat.shape[0], -1)
+    rot6d = rot6d_from_quat(quat_mul(quat_conjugate(quat)[:, None].expand(-1, b, -1), env.robot.body_quat_w))
+    return rot6d.reshape(rot6d.shape[0], -1)
