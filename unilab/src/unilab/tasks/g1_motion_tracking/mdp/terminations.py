@@ -6,7 +6,6 @@ from __future__ import annotations
 import torch
 
 
-
 def _gravity_z(q: torch.Tensor) -> torch.Tensor:
     """(N,) z of the unit gravity direction in the frame of (N, 4) wxyz quaternions:
     :func:`unilab.utils.math.projected_gravity`'s z, in its float operations (bit for bit),
