@@ -109,6 +109,7 @@ def test_async_holds_the_update_to_data_ratio_and_logs_it(make_sac) -> None:
                 "Perf/collector_wait_time", "Perf/total_fps", "Perf/policy_lag"):
         assert key in keys, key
     assert summary.transfer["weight_broadcasts"] == 11
+    assert 0 < summary.first_update_time_s < summary.learning_time_s
     assert live_children() == []
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import torch
 
@@ -63,6 +65,27 @@ def test_metrics_and_summary(make_env, make_sac) -> None:
     assert summary.final_mean_reward == last["Train/mean_reward"]
     assert summary.best_mean_reward >= summary.final_mean_reward
     assert summary.final_mean_episode_length == last["Train/mean_episode_length"]
+
+
+def test_first_update_time_is_the_first_updates_own_time(make_env, make_sac, monkeypatch) -> None:
+    # The first update stands in for a compile (0.2 s), the second is slower still (0.3 s): the
+    # figure is the first call's own time, not the sum, the mean, the largest or the last.
+    env = make_env(num_envs=8, max_episode_length=5)
+    sac = make_sac(env, learning_starts=2)
+    real_update, calls = sac.update, []
+
+    def update():
+        calls.append(1)
+        time.sleep({1: 0.2, 2: 0.3}.get(len(calls), 0.0))
+        return real_update()
+
+    monkeypatch.setattr(sac, "update", update)
+    summary = OffPolicyRunner(env, sac).learn(6)
+    assert len(calls) == 5
+    assert 0.2 <= summary.first_update_time_s < 0.3
+    # No update in the call (still collecting the warm-up rows): no figure.
+    env = make_env(num_envs=8, max_episode_length=5)
+    assert OffPolicyRunner(env, make_sac(env, learning_starts=100)).learn(3).first_update_time_s is None
 
 
 def test_episode_statistics_are_sums_of_rewards(make_env, make_sac) -> None:

@@ -194,8 +194,7 @@ class AsyncOffPolicyRunner(RunnerBase):
                 t3 = time.perf_counter()
                 metrics: dict[str, float] = {}
                 if min(base_rows + (t + 1) * n, algo.replay.capacity) >= algo.learning_starts * n:
-                    metrics |= algo.update()
-                    book.add_updates(metrics)
+                    metrics |= book.update()
                     updates_since_broadcast += algo.updates_per_iteration
                     if updates_since_broadcast >= rt.sync_weights_every:
                         try:

@@ -131,6 +131,10 @@ class LearnSummary:
     """Async: the collectors waiting for a free block (learning is the bottleneck)."""
     collector_start_time_s: float = 0.0
     """Async: from starting the collectors to their first block (spawn, imports, env build)."""
+    first_update_time_s: float | None = None
+    """Host seconds of this call's first ``learner.update()``: on a CUDA learner with
+    ``runtime.compile`` its ``torch.compile`` and graph capture (tens of seconds with a cold
+    inductor cache, a few with a warm one), otherwise about one update; None before the first."""
     collector_phase_time_s: dict[str, float] | None = None
     """Async: collection time split by phase (:data:`unilab_rl.async_runtime.COLLECTOR_PHASES`),
     the mean over shards; None in sync mode."""
@@ -306,6 +310,23 @@ class RunBook:
     def elapsed(self) -> float:
         """Seconds since the book was opened."""
         return time.perf_counter() - self._t0
+
+    def update(self) -> dict[str, float]:
+        """Run one ``learner.update()`` and count and check it (:meth:`add_updates`); the call's
+        first also sets :attr:`LearnSummary.first_update_time_s`.
+
+        Returns:
+            the update's metrics.
+
+        Raises:
+            FloatingPointError: a metric is NaN or infinite (training diverged).
+        """
+        t0 = time.perf_counter()
+        metrics = self.learner.update()
+        if self.summary.first_update_time_s is None:
+            self.summary.first_update_time_s = time.perf_counter() - t0
+        self.add_updates(metrics)
+        return metrics
 
     def add_updates(self, metrics: dict[str, float]) -> None:
         """Count one ``learner.update()`` and check its metrics.

@@ -135,8 +135,7 @@ class OffPolicyRunner(RunnerBase):
             # Learn: once the buffer holds the warm-up transitions, run the gradient updates.
             metrics: dict[str, float] = {}
             if len(algo.replay) >= algo.learning_starts * env.num_envs:
-                metrics |= algo.update()
-                book.add_updates(metrics)
+                metrics |= book.update()
             t2 = time.perf_counter()
             algo.iteration += 1
 
