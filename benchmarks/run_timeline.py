@@ -11,7 +11,9 @@ events (iteration and wall time of every logged point) and prints, per run:
 * ``steady_its_per_s`` and ``steady_env_steps_per_s``: iterations (and env steps:
   ``num_envs`` per iteration) per second between the first logged iteration at or after
   ``--from-iteration`` and the last logged one;
-* the last logged iteration and its time, and the run summary's whole-run ``env_steps_per_s``.
+* the last logged iteration and its time, and the run summary's whole-run ``env_steps_per_s``
+  and ``first_update_time_s`` (the first update's own time: the compile; runs written before
+  that field print ``-``).
 
 From the repository root, each run given as ``LABEL=RUN_DIR`` (a run directory, or a folder with
 its events and ``run_config.json``, as ``benchmarks/device_seeds.sh`` brings back):
@@ -87,6 +89,7 @@ def timeline(run: Path, from_iteration: int) -> dict[str, float | int | None]:
         "steady_its_per_s": its_per_s,
         "steady_env_steps_per_s": its_per_s * num_envs,
         "whole_run_env_steps_per_s": whole,
+        "first_update_time_s": summary.get("first_update_time_s"),
     }
 
 
@@ -104,12 +107,13 @@ def main() -> None:
             _fail(f"run {item!r}: expected LABEL=RUN_DIR")
         rows[label] = timeline(Path(path), args.from_iteration)
     print(f"{'run':10s} {'first log (it, s)':>18s} {'last log (it, s)':>18s} {'steady it/s':>12s} "
-          f"{'steady env steps/s':>19s} {'whole-run env steps/s':>22s}")
+          f"{'steady env steps/s':>19s} {'whole-run env steps/s':>22s} {'first update s':>15s}")
     for label, r in rows.items():
-        whole = r["whole_run_env_steps_per_s"]
+        whole, first_update = r["whole_run_env_steps_per_s"], r["first_update_time_s"]
         print(f"{label:10s} {r['first_log_iteration']:>8d} {r['first_log_s']:8.1f} s "
               f"{r['last_log_iteration']:>8d} {r['last_log_s']:8.1f} s {r['steady_its_per_s']:12.2f} "
-              f"{r['steady_env_steps_per_s']:19.0f} {'-' if whole is None else f'{whole:.0f}':>22s}")
+              f"{r['steady_env_steps_per_s']:19.0f} {'-' if whole is None else f'{whole:.0f}':>22s} "
+              f"{'-' if first_update is None else f'{first_update:.1f}':>15s}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
 
