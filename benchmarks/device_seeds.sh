@@ -18,6 +18,13 @@
 # scripts/motion_commands/*.yaml with `unilab motion record` into the tgz's clips/. With
 # POST_EVAL="COMMAND" set, `COMMAND RUN_DIR` runs after each run's evaluation, while its
 # checkpoints are still there (e.g. POST_EVAL="python3 benchmarks/actor_average_ab.py").
+# Each run compiles with its own empty torch.compile caches (TORCHINDUCTOR_CACHE_DIR and
+# TRITON_CACHE_DIR under /tmp/compile_cache/TAG), so every run pays the cold first compile that a
+# user's first run on a fresh machine pays, whatever ran before it in the call: a run after
+# another would otherwise find its compiled update in the shared cache and start tens of seconds
+# earlier. SHARED_COMPILE_CACHE=1 keeps torch's shared default caches instead. eval.txt ends with
+# `benchmarks/run_timeline.py`'s line for the run: its first logged iteration's time and its
+# steady rate from iteration 1,000 (from 100 in runs that stop before 1,000).
 set -uo pipefail
 out=$1; limit=$2; shift 2
 # Runs given together share the machine: refuse core sets that overlap (run such specs in
@@ -51,6 +58,10 @@ one() {
   local tag=$1 code=$2 cpus=$3 algo=$4 task=$5; shift 5
   local site=/tmp/site_$code d rc t0
   rm -rf "/tmp/runs/$tag"; mkdir -p "/tmp/runs/$tag"
+  if [ "${SHARED_COMPILE_CACHE:-0}" != 1 ]; then  # a cold, private compile cache per run
+    rm -rf "/tmp/compile_cache/$tag"
+    export TORCHINDUCTOR_CACHE_DIR=/tmp/compile_cache/$tag/inductor TRITON_CACHE_DIR=/tmp/compile_cache/$tag/triton
+  fi
   t0=$(date +%s)
   PYTHONPATH=$site timeout --foreground --preserve-status -s INT "$limit" taskset -c "$cpus" \
     python3 -m unilab.cli train --algo "$algo" --task "$task" --sim mujoco training.log_dir="/tmp/runs/$tag" \
@@ -87,6 +98,8 @@ finish() {
     # shellcheck disable=SC2086
     taskset -c "$cpus" $POST_EVAL "$d" >>"$d/eval.txt" 2>&1 || echo "[$tag] POST_EVAL failed" >>"$d/eval.txt"
   fi
+  python3 benchmarks/run_timeline.py "$tag=$d" --from-iteration 1000 >>"$d/eval.txt" 2>/dev/null \
+    || python3 benchmarks/run_timeline.py "$tag=$d" --from-iteration 100 >>"$d/eval.txt" 2>&1 || true
   { echo "== $tag"; tail -n 3 "$d/train.log"; cat "$d/eval.txt"; } >"/tmp/runs/$tag.finish"
   rm -f "$d"/model_*.pt  # policy.onnx holds the policy; checkpoints stay behind (size)
   tar czf "$out/$tag.tgz" -C "$d" .
