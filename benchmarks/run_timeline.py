@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from unilab.plots import _load
+from unilab.plots import _load, _num_envs
 
 
 def _fail(message: str) -> NoReturn:
@@ -65,9 +65,8 @@ def timeline(run: Path, from_iteration: int) -> dict[str, float | int | None]:
     if not scalars or opened is None:
         _fail(f"{run}: no TensorBoard events; expected a run directory")
     summary = _json(run / "run_summary.json")
-    config = _json(run / "run_config.json").get("config", {})
-    num_envs = summary.get("num_envs") or config.get("training", {}).get("num_envs")
-    if not isinstance(num_envs, int) or num_envs < 1:
+    num_envs = _num_envs(run)
+    if num_envs is None or num_envs < 1:
         _fail(f"{run}: no num_envs in run_summary.json nor config.training.num_envs in run_config.json")
     # the tag logged most often sets the time grid (every logged iteration carries it)
     points = max(scalars.values(), key=len)

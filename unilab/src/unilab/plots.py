@@ -81,7 +81,10 @@ def _load(run_dir: str | Path) -> tuple[dict[str, list[tuple[int, float, float]]
 
 
 def _num_envs(run_dir: Path) -> int | None:
-    for name, keys in (("run_summary.json", ("num_envs",)), ("run_config.json", ("config", "algo", "num_envs"))):
+    """``num_envs`` of a run: its summary's, else its config's (``training.num_envs``, or
+    ``algo.num_envs`` in runs of older versions); None when neither file has it."""
+    for name, keys in (("run_summary.json", ("num_envs",)), ("run_config.json", ("config", "training", "num_envs")),
+                       ("run_config.json", ("config", "algo", "num_envs"))):
         try:
             value = json.loads((run_dir / name).read_text())
             for k in keys:
