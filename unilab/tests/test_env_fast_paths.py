@@ -13,7 +13,15 @@ from unilab.envs import mdp
 from unilab.envs.mdp.rewards import stack_sensors
 from unilab.tasks.g1_walk_flat import G1WalkFlatConfig, make_env
 from unilab.tasks.g1_walk_flat.env_cfg import FOOT_POS_SENSORS
-from unilab.utils.math import projected_gravity, quat_from_yaw, quat_mul, quat_rotate_inverse
+from unilab.utils.math import (
+    matrix_from_quat,
+    projected_gravity,
+    projected_gravity_z,
+    quat_from_yaw,
+    quat_mul,
+    quat_rotate_inverse,
+    rot6d_from_quat,
+)
 from unisim.backends.mujoco import MujocoBackend
 
 N = 16
@@ -147,6 +155,15 @@ def test_projected_gravity_is_the_rotated_down_vector():
     torch.testing.assert_close(g.norm(dim=1), torch.ones(1000), rtol=0, atol=1e-6)
     yaw = torch.tensor([[math.cos(0.4), 0.0, 0.0, math.sin(0.4)]])  # yaw alone: gravity stays down
     torch.testing.assert_close(projected_gravity(yaw), torch.tensor([[0.0, 0.0, -1.0]]), rtol=0, atol=1e-7)
+
+
+def test_partial_rotation_helpers_equal_the_full_ones_bit_for_bit():
+    # The tracking terms use these partial forms; rollouts stay identical only if each equals
+    # its full counterpart exactly, not approximately.
+    torch.manual_seed(1)
+    q = torch.nn.functional.normalize(torch.randn(512, 14, 4), dim=-1)
+    assert torch.equal(projected_gravity_z(q), projected_gravity(q)[..., 2])
+    assert torch.equal(rot6d_from_quat(q), matrix_from_quat(q)[..., :2].reshape(512, 14, 6))
 
 
 def _draws(gen: torch.Generator, n: int, ranges) -> list[torch.Tensor]:

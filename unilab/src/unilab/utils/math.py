@@ -63,6 +63,14 @@ def projected_gravity(q: torch.Tensor) -> torch.Tensor:
     )
 
 
+def projected_gravity_z(q: torch.Tensor) -> torch.Tensor:
+    """(...,) the z component of :func:`projected_gravity` alone, in its float operations (bit
+    for bit): ``2(x^2 + y^2) - 1`` for (..., 4) wxyz quaternions q."""
+    _, x, y, _ = q.unbind(-1)
+    x2, y2 = 2.0 * x, 2.0 * y
+    return torch.addcmul(y * y2, x, x2) - 1.0
+
+
 def quat_conjugate(q: torch.Tensor) -> torch.Tensor:
     """(..., 4) conjugate (= inverse for unit quaternions) of wxyz quaternions."""
     return torch.cat((q[..., :1], -q[..., 1:]), dim=-1)

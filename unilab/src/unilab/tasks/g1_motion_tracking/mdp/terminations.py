@@ -5,14 +5,7 @@ from __future__ import annotations
 
 import torch
 
-
-def _gravity_z(q: torch.Tensor) -> torch.Tensor:
-    """(N,) z of the unit gravity direction in the frame of (N, 4) wxyz quaternions:
-    :func:`unilab.utils.math.projected_gravity`'s z, in its float operations (bit for bit),
-    without the x and y components."""
-    _, x, y, _ = q.unbind(-1)
-    x2, y2 = 2.0 * x, 2.0 * y
-    return torch.addcmul(y * y2, x, x2) - 1.0
+from unilab.utils.math import projected_gravity_z
 
 
 def bad_anchor_pos_z_only(env, threshold: float, command_name: str = "motion") -> torch.Tensor:
@@ -24,8 +17,8 @@ def bad_anchor_pos_z_only(env, threshold: float, command_name: str = "motion") -
 def bad_anchor_ori(env, threshold: float, command_name: str = "motion") -> torch.Tensor:
     """|g_z(anchor) - g_z(ref_anchor)| > threshold, with g the projected gravity."""
     cmd = env.commands[command_name]
-    g_ref = _gravity_z(cmd.anchor_quat_w)
-    g_robot = _gravity_z(env.robot.body_quat_w[:, cmd.anchor_index])
+    g_ref = projected_gravity_z(cmd.anchor_quat_w)
+    g_robot = projected_gravity_z(env.robot.body_quat_w[:, cmd.anchor_index])
     return (g_ref - g_robot).abs() > threshold
 
 
