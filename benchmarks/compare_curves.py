@@ -10,8 +10,8 @@ run, x = iteration x the run's ``training.num_envs`` (env steps, millions). ``--
 draws a horizontal line (default: mean episode length 900). Reads the events with
 :func:`unilab.plots.read_scalars`; draws with matplotlib's object API on the Agg canvas.
 
-Exit 2 with one ``error:`` line for a run without events or a ``run_config.json`` without
-``training.num_envs``.
+Exit 2 with one ``error:`` line for a run without events or without ``num_envs`` (in
+``run_summary.json``, else ``run_config.json``'s ``training.num_envs``).
 """
 
 from __future__ import annotations
@@ -20,16 +20,23 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import NoReturn
 
+from unilab.plots import _num_envs as plots_num_envs
 from unilab.plots import read_scalars
 
 
+def _fail(message: str) -> NoReturn:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def _num_envs(run: Path) -> int:
-    """``training.num_envs`` of the run (its ``run_config.json``)."""
-    try:
-        return int(json.loads((run / "run_config.json").read_text())["config"]["training"]["num_envs"])
-    except (OSError, KeyError, ValueError, TypeError) as e:
-        raise SystemExit(f"error: {run}/run_config.json: no config.training.num_envs ({e!r})") from None
+    """``num_envs`` of the run (:func:`unilab.plots._num_envs`: its summary, else its config)."""
+    n = plots_num_envs(run)
+    if n is None:
+        _fail(f"{run}: no num_envs in run_summary.json nor config.training.num_envs in run_config.json")
+    return n
 
 
 def main() -> None:
@@ -56,11 +63,11 @@ def main() -> None:
     for item in args.runs:
         label, sep, path = item.partition("=")
         if not sep:
-            raise SystemExit(f"error: run {item!r}: expected LABEL=RUN_DIR")
+            _fail(f"run {item!r}: expected LABEL=RUN_DIR")
         run = Path(path)
-        scalars = read_scalars(run)
+        scalars = read_scalars(run) if run.is_dir() else {}
         if not scalars:
-            raise SystemExit(f"error: run {label}={run}: no TensorBoard events there")
+            _fail(f"run {label}={run}: no TensorBoard events there")
         n = _num_envs(run)
         for ax, tag in zip(axes, tags):
             points = scalars.get(tag, [])

@@ -61,7 +61,7 @@ def timeline(run: Path, from_iteration: int) -> dict[str, float | int | None]:
             ``num_envs`` (``run_summary.json``, else ``run_config.json``'s ``training.num_envs``) or no
             logged iteration at or after ``from_iteration`` (before its last one).
     """
-    scalars, opened = _load(run)
+    scalars, opened = _load(run) if run.is_dir() else ({}, None)
     if not scalars or opened is None:
         _fail(f"{run}: no TensorBoard events; expected a run directory")
     summary = _json(run / "run_summary.json")
