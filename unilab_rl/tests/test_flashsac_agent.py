@@ -180,6 +180,104 @@ def test_state_dict_round_trip(make_env, tmp_path):
     assert other.alpha == pytest.approx(agent.alpha)
 
 
+def test_critic_kind_is_checked():
+    assert (FlashSACConfig().critic, FlashSACConfig().critic_mlp_hidden) == ("categorical", (768, 384, 192))
+    with pytest.raises(ValueError, match=r"FlashSACConfig.critic must be 'categorical' or 'mlp', got 'scalar'"):
+        FlashSACConfig(critic="scalar")
+    for widths in ((), (64, 0)):
+        with pytest.raises(ValueError, match=r"FlashSACConfig.critic_mlp_hidden must be a non-empty tuple"):
+            FlashSACConfig(critic="mlp", critic_mlp_hidden=widths)
+
+
+MLP = dict(critic="mlp", critic_mlp_hidden=(32, 32))
+
+
+def test_mlp_critic_fits_a_fixed_batch_on_raw_rewards(make_env):
+    """critic="mlp": no reward scaling (reward_normalization ignored), the actor projected and the
+    critic not, and critic steps lower the squared TD error on a fixed batch."""
+    from unilab_rl.algorithms.flashsac import update as fu
+
+    torch.manual_seed(0)
+    env = make_env(num_envs=8)
+    agent = make_flashsac(env, **MLP, reward_normalization=True, buffer_size_per_env=4, batch_size=32,
+                          num_updates=1, actor_update_period=1000, lr=1e-3, lr_end=1e-3)
+    assert agent.reward_scaler is None
+    fill_random(agent, env, 4)  # the 32 rows the buffer holds: every batch is drawn from them
+    rows = slice(0, 32)
+    batch = dict(obs=agent.replay.obs["critic"][rows], actions=agent.replay.actions[rows],
+                 rewards=agent.replay.rewards[rows], terminated=agent.replay.terminated[rows],
+                 next_actor=agent.replay.next_obs["actor"][rows], next_critic=agent.replay.next_obs["critic"][rows])
+
+    def fixed_batch_loss() -> float:
+        torch.manual_seed(1)  # the same a' ~ pi(s') each time
+        loss, info = fu.scalar_critic_objective(
+            agent.actor, agent.critic, agent.critic_target, batch["obs"], batch["actions"], batch["rewards"],
+            batch["terminated"], batch["next_actor"], batch["next_critic"], torch.tensor(agent.alpha), agent.cfg.gamma,
+        )  # fmt: skip
+        return float(loss.detach())
+
+    critic_before = [p.clone() for p in agent.critic.parameters()]
+    before = fixed_batch_loss()
+    logs = [agent.update() for _ in range(30)]
+    after = fixed_batch_loss()
+    assert after < 0.5 * before, (before, after)
+    assert all(m["Policy/reward_scale"] == 1.0 and math.isfinite(m["Loss/critic"]) for m in logs)
+    assert "Loss/actor" in logs[0] and "Loss/actor" not in logs[1]  # one actor step, at the first update
+    assert all(math.isfinite(m["Critic/mean_q"]) and math.isfinite(m["Critic/target_q"]) for m in logs)
+    for m in agent.actor.modules():
+        if isinstance(m, UnitLinear):
+            torch.testing.assert_close(m.weight.norm(dim=-1), torch.ones(m.weight.shape[:-1]))
+    assert any(not torch.equal(a, b) for a, b in zip(critic_before, agent.critic.parameters()))
+    assert not any(isinstance(m, UnitLinear) for m in agent.critic.modules())
+
+
+def test_mlp_critic_target_discounts_by_gamma_to_the_n_step(make_env, monkeypatch):
+    from unilab_rl.algorithms.flashsac import update as fu
+
+    env = make_env(num_envs=4)
+    agent = make_flashsac(env, **MLP, n_step=3, gamma=0.5, learning_starts=3)
+    fill_random(agent, env, 6)
+    seen = []
+    original = fu.scalar_td_target
+    monkeypatch.setattr(fu, "scalar_td_target", lambda *a, **k: seen.append(a[5]) or original(*a, **k))
+    agent.update()
+    assert seen and all(gamma == pytest.approx(0.125) for gamma in seen)
+
+
+def test_mlp_critic_state_dict_round_trip_and_kind_mismatch(make_env, tmp_path):
+    env = make_env(num_envs=8)
+    agent = make_flashsac(env, **MLP)
+    OffPolicyRunner(env, agent).learn(4)
+    torch.save(agent.state_dict(), tmp_path / "mlp.pt")
+    state = torch.load(tmp_path / "mlp.pt", weights_only=True)
+    assert state["critic_kind"] == "mlp" and state["reward_scaler"] is None
+    other = make_flashsac(make_env(num_envs=2), **MLP)
+    other.load_state_dict(state)
+    assert other.iteration == 4 and other.num_critic_updates == agent.num_critic_updates
+    obs, actions = torch.randn(5, 1), torch.rand(5, 1)
+    torch.testing.assert_close(other.act(obs, deterministic=True), agent.act(obs, deterministic=True))
+    critic_obs = torch.randn(5, 3)
+    for a, b in ((other.critic, agent.critic), (other.critic_target, agent.critic_target)):
+        torch.testing.assert_close(a(critic_obs, actions, training=False)[0], b(critic_obs, actions, training=False)[0])
+    assert other.alpha == pytest.approx(agent.alpha)
+    # Either kind refuses the other's checkpoint before loading anything.
+    categorical = make_flashsac(make_env(num_envs=2))
+    actor_before = [p.clone() for p in categorical.actor.parameters()]
+    with pytest.raises(ValueError, match=r"checkpoint's FlashSAC critic is 'mlp' but FlashSACConfig.critic is "
+                                         r"'categorical': build the learner with algo.critic=mlp"):
+        categorical.load_state_dict(state)
+    assert all(torch.equal(a, b) for a, b in zip(actor_before, categorical.actor.parameters()))
+    categorical_state = categorical.state_dict()
+    assert categorical_state["critic_kind"] == "categorical"
+    with pytest.raises(ValueError, match=r"critic is 'categorical' but FlashSACConfig.critic is 'mlp'"):
+        other.load_state_dict(categorical_state)
+    # A checkpoint from before the kind was recorded holds a categorical critic.
+    del categorical_state["critic_kind"]
+    categorical.load_state_dict(categorical_state)
+    with pytest.raises(ValueError, match=r"algo.critic=categorical"):
+        other.load_state_dict(categorical_state)
+
+
 def test_truncation_ends_the_running_return(make_env):
     env = make_env(num_envs=4, max_episode_length=3)
     env.REACH = -1.0  # never terminates: episodes end by time-out only
@@ -376,6 +474,20 @@ def test_cuda_graph_replays_take_the_eager_steps(make_env, mixed_precision):
     eager, logs_e, weights_e = _twin_run(make_env, device="cuda", cuda_graph=False, mixed_precision=mixed_precision)
     assert graphed.cuda_graphs and not eager.cuda_graphs
     assert graphed.critic_optimizer.param_groups[0]["capturable"]
+    _assert_trained_alike(graphed, eager, logs_g, logs_e, weights_g, weights_e, rel, atol, log_atol)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
+@pytest.mark.parametrize("mixed_precision", [False, True])
+def test_cuda_graph_replays_take_the_eager_steps_with_the_mlp_critic(make_env, mixed_precision):
+    """test_cuda_graph_replays_take_the_eager_steps with critic="mlp": the captured scalar critic
+    step (no reward scaling, no critic projection) takes the eager steps, with the same
+    tolerances."""
+    rel, atol, log_atol = (1e-2, 1e-3, 1e-3) if mixed_precision else (1e-4, 1e-5, 5e-5)
+    settings = dict(device="cuda", mixed_precision=mixed_precision, critic="mlp", critic_mlp_hidden=(32, 32))
+    graphed, logs_g, weights_g = _twin_run(make_env, cuda_graph=True, **settings)
+    eager, logs_e, weights_e = _twin_run(make_env, cuda_graph=False, **settings)
+    assert graphed.cuda_graphs and not eager.cuda_graphs and graphed.reward_scaler is None
     _assert_trained_alike(graphed, eager, logs_g, logs_e, weights_g, weights_e, rel, atol, log_atol)
 
 

@@ -1,5 +1,6 @@
-"""FlashSAC update math and helpers: the categorical projection against a naive loop, reward
-scaling, the entropy target, held exploration noise, the weight projection and the lr schedule."""
+"""FlashSAC update math and helpers: the categorical projection against a naive loop, the scalar
+critic's TD target and loss, reward scaling, the entropy target, held exploration noise, the
+weight projection and the lr schedule."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from unilab_rl.algorithms.flashsac.exploration import HeldNoise, RewardScaler, t
 from unilab_rl.algorithms.flashsac.networks import (
     CategoricalCritic,
     FlashActor,
+    MLPCritic,
     UnitBatchNorm,
     UnitLinear,
     UnitRMSNorm,
@@ -73,6 +75,55 @@ def test_min_q_distribution_is_chosen_per_row():
     chosen = fu.select_min_q_distribution(q, log_probs)
     for row, critic in enumerate([0, 1, 0, 1]):
         torch.testing.assert_close(chosen[row], log_probs[critic, row])
+
+
+def test_scalar_td_target_by_hand():
+    # Two critics, three rows; gamma = 0.9 ** 3 (a 3-step bootstrap), alpha = 0.2.
+    next_q = torch.tensor([[1.0, 5.0, -2.0], [3.0, 4.0, 0.0]])  # min over critics: 1, 4, -2
+    next_log_pi = torch.tensor([0.5, -1.0, 2.0])  # soft values: 1 - 0.1, 4 + 0.2, -2 - 0.4
+    rewards = torch.tensor([1.0, -0.5, 2.0])
+    terminated = torch.tensor([False, True, False])  # row 1 does not bootstrap
+    y = fu.scalar_td_target(next_q, next_log_pi, rewards, terminated, 0.2, 0.9**3)
+    torch.testing.assert_close(y, torch.tensor([1.0 + 0.729 * 0.9, -0.5, 2.0 + 0.729 * -2.4]))
+    assert y.shape == (3,) and y.dtype == torch.float32
+    # The same as SAC's soft target with clipped double Q.
+    from unilab_rl.algorithms.sac.update import soft_q_target
+
+    gen = torch.Generator().manual_seed(1)
+    q, log_pi, r = torch.randn(2, 16, generator=gen), torch.randn(16, generator=gen), torch.randn(16, generator=gen)
+    done = torch.rand(16, generator=gen) < 0.3
+    torch.testing.assert_close(fu.scalar_td_target(q, log_pi, r, done, 0.05, 0.97),
+                               soft_q_target(r, done, q[0], q[1], log_pi, 0.05, 0.97, "min"))
+
+
+def test_scalar_critic_loss_is_sacs_sum_of_mean_squared_errors():
+    from unilab_rl.algorithms.sac.update import critic_loss as sac_critic_loss
+
+    q, y = torch.tensor([[1.0, 2.0], [0.0, 4.0]]), torch.tensor([1.0, 3.0])
+    # critic 0: (0 + 1) / 2 = 0.5; critic 1: (1 + 1) / 2 = 1.0; summed over critics.
+    assert float(fu.scalar_critic_loss(q, y)) == pytest.approx(1.5)
+    q, y = torch.randn(2, 32), torch.randn(32)
+    torch.testing.assert_close(fu.scalar_critic_loss(q, y), sac_critic_loss(q[0], q[1], y))
+
+
+def test_mlp_critic_shapes_and_batch_norm_modes():
+    critic = MLPCritic(9, 3, hidden=(16, 8))
+    obs, action = torch.randn(10, 9) * 4 + 2, torch.rand(10, 3)
+    q, extra = critic(obs, action, training=False)
+    assert q.shape == (2, 10) and q.dtype == torch.float32 and extra is None
+    assert not torch.equal(q[0], q[1])  # two independently initialized critics
+    before = critic.input_norm.running_mean.clone()
+    critic(obs, action, training=False)
+    assert torch.equal(critic.input_norm.running_mean, before)
+    critic(obs, action, training=True)
+    assert not torch.equal(critic.input_norm.running_mean, before)
+    # Training mode normalizes with the batch's statistics: a shift of every input row by the
+    # same vector changes nothing.
+    q_train, _ = critic(obs, action, training=True)
+    q_shifted, _ = critic(obs + 5.0, action - 1.0, training=True)
+    torch.testing.assert_close(q_train, q_shifted, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="MLPCritic needs widths >= 1"):
+        MLPCritic(9, 3, hidden=())
 
 
 def test_unified_entropy_target_matches_the_paper_for_29_unit_dofs():

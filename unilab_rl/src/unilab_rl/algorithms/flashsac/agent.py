@@ -37,6 +37,7 @@ from unilab_rl.algorithms.flashsac.networks import (
     DeterministicPolicy,
     ExplorationPolicy,
     FlashActor,
+    MLPCritic,
     WeightProjection,
 )
 from unilab_rl.device import resolve_device
@@ -83,11 +84,19 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
         max_iterations: the run's length in iterations: the horizon of the cosine learning-rate
             schedule (:attr:`FlashSACConfig.lr_end`).
 
+    ``cfg.critic="mlp"`` (an ablation toward SAC, not in the paper) replaces the categorical critic
+    by :class:`MLPCritic`, SAC's scalar twin critic behind an input batch norm, trained on raw
+    rewards with the squared soft TD error
+    (:func:`~unilab_rl.algorithms.flashsac.update.scalar_critic_objective`); then there is no
+    reward scaling and only the actor's weights are projected.
+
     Attributes:
-        actor, critic, critic_target: :class:`FlashActor`, :class:`CategoricalCritic` (twin, fused).
+        actor, critic, critic_target: :class:`FlashActor`, :class:`CategoricalCritic` (twin, fused)
+            or, with ``cfg.critic="mlp"``, :class:`MLPCritic`.
         log_temperature: () float32 leaf tensor, log alpha.
         target_entropy: float, :func:`~unilab_rl.algorithms.flashsac.update.unified_target_entropy`.
-        reward_scaler: :class:`RewardScaler`, or ``None`` when ``cfg.reward_normalization`` is off.
+        reward_scaler: :class:`RewardScaler`, or ``None`` when ``cfg.reward_normalization`` is off
+            or ``cfg.critic="mlp"``.
         exploration_noise: :class:`HeldNoise` used by :meth:`act`.
         replay: the :class:`ReplayBuffer` (not part of :meth:`state_dict`).
         iteration: iterations completed, maintained by the runner; saved in checkpoints.
@@ -136,8 +145,8 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
             self.action_low, self.action_high = low, high
         self.mirror: Mirror | None = learner_mirror(env, "FlashSAC", obs_dims, self.device) if cfg.symmetry else None
 
-        # Networks (projected onto their spheres at construction) and the target critic, which
-        # follows by EMA from then on and is never projected again.
+        # Networks (the FlashSAC ones projected onto their spheres at construction) and the target
+        # critic, which follows by EMA from then on and is never projected again.
         actor_mirror = None
         if cfg.equivariant_actor and self.mirror is not None:
             actor_mirror = (self.mirror.obs[self.actor_group], self.mirror.actions)
@@ -145,14 +154,21 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
             obs_dims[self.actor_group], self.action_low, self.action_high, cfg.actor_hidden_dim,
             cfg.actor_num_blocks, entropy_units=cfg.entropy_units, mirror=actor_mirror,
         ).to(self.device)  # fmt: skip
-        self.critic = CategoricalCritic(
-            obs_dims[self.critic_group], self.num_actions, cfg.critic_hidden_dim, cfg.critic_num_blocks,
-            num_bins=cfg.num_bins, v_min=-cfg.normalized_g_max, v_max=cfg.normalized_g_max,
-        ).to(self.device)  # fmt: skip
+        critic: CategoricalCritic | MLPCritic
+        if cfg.critic == "mlp":
+            critic = MLPCritic(obs_dims[self.critic_group], self.num_actions, cfg.critic_mlp_hidden)
+        else:
+            critic = CategoricalCritic(
+                obs_dims[self.critic_group], self.num_actions, cfg.critic_hidden_dim, cfg.critic_num_blocks,
+                num_bins=cfg.num_bins, v_min=-cfg.normalized_g_max, v_max=cfg.normalized_g_max,
+            )  # fmt: skip
+        self.critic = critic.to(self.device)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self._target_params = list(self.critic_target.parameters())
         self._online_params = list(self.critic.parameters())
-        self._project_actor, self._project_critic = WeightProjection(self.actor), WeightProjection(self.critic)
+        # SAC's MLP critic has no unit-sphere constraint: with it only the actor is projected.
+        self._project_actor = WeightProjection(self.actor)
+        self._project_critic = WeightProjection(self.critic) if cfg.critic == "categorical" else None
         self._init_actor_average(cfg.actor_ema)
         self.log_temperature = torch.tensor(math.log(cfg.init_temperature), device=self.device, requires_grad=True)
         self.target_entropy = flash_update.unified_target_entropy(self.num_actions, cfg.target_sigma)
@@ -169,8 +185,10 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
         first = max(cfg.learning_starts - 1, 0)
         self.total_updates = max(max_iterations - first, 1) * cfg.num_updates
 
+        # The scaling fits returns to the categorical support; the scalar critic learns raw returns.
+        scale_rewards = cfg.reward_normalization and cfg.critic == "categorical"
         self.reward_scaler = (
-            RewardScaler(cfg.gamma, cfg.normalized_g_max, device=self.device) if cfg.reward_normalization else None
+            RewardScaler(cfg.gamma, cfg.normalized_g_max, device=self.device) if scale_rewards else None
         )
         self.exploration_noise = HeldNoise(
             self.num_actions, device=self.device, enabled=cfg.noise_repeat
@@ -335,13 +353,15 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
         self,
         critic_obs: torch.Tensor,  # (B, Dc)
         actions: torch.Tensor,  # (B, A)
-        rewards: torch.Tensor,  # (B,) scaled
+        rewards: torch.Tensor,  # (B,) scaled (raw without a reward scaler)
         terminated: torch.Tensor,  # (B,) bool
         next_actor_obs: torch.Tensor,  # (B, Da)
         next_critic_obs: torch.Tensor,  # (B, Dc)
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        # cfg.critic is fixed for the learner's life: torch.compile traces one branch and guards on it.
+        objective = flash_update.scalar_critic_objective if self.cfg.critic == "mlp" else flash_update.critic_objective
         with self._autocast():
-            return flash_update.critic_objective(
+            return objective(
                 self.actor, self.critic, self.critic_target, critic_obs, actions, rewards, terminated,
                 next_actor_obs, next_critic_obs, self.log_temperature.detach().exp(),
                 self.cfg.gamma**self.cfg.n_step,
@@ -415,8 +435,8 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
         """One update on ``batch`` (FlashSAC's order): when ``with_actor``, an actor and temperature
         step, each followed by the actor's weight projection, then the actor's moving average
         (``cfg.actor_ema``); then a critic step (its target uses the actor just updated), the
-        critic's projection and the EMA of the target critic. Nothing is decided on the host, so
-        a CUDA graph can capture it whole.
+        critic's projection (categorical critic only) and the EMA of the target critic. Nothing is
+        decided on the host, so a CUDA graph can capture it whole.
 
         Returns:
             (3,) float32, detached: critic loss, mean Q, target Q; with ``with_actor`` (7,): then
@@ -441,7 +461,7 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
             batch.obs[c], batch.actions, rewards, batch.terminated, batch.next_obs[a], batch.next_obs[c]
         )
         flash_update.apply_gradients(qf_loss, self.critic_optimizer)
-        if cfg.weight_normalization:
+        if cfg.weight_normalization and self._project_critic is not None:
             self._project_critic()
         flash_update.ema_update(self._target_params, self._online_params, cfg.tau)
         critic_log = torch.stack([qf_loss.detach(), info["mean_q"], info["target_q"]]).float()
@@ -456,7 +476,8 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
 
         Returns:
             ``"Loss/critic"``, ``"Critic/mean_q"``, ``"Critic/target_q"`` (means over this call, in
-            scaled-reward units), ``"Policy/learning_rate"`` (the critic's),
+            scaled-reward units; raw reward units without a reward scaler, as always with
+            ``cfg.critic="mlp"``), ``"Policy/learning_rate"`` (the critic's),
             ``"Policy/actor_learning_rate"``, ``"Policy/reward_scale"`` (the divisor
             of the rewards; 1 when scaling is off) and, when an actor step happened,
             ``"Loss/actor"``, ``"Loss/alpha"``, ``"Policy/entropy"`` (means) and ``"Policy/alpha"``
@@ -499,16 +520,38 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
     # -- Checkpoints ------------------------------------------------------------------------
 
     def _extra_state(self) -> dict[str, Any]:
-        """``reward_scaler``: the reward scaling's statistics, or ``None`` when it is off.
+        """``reward_scaler``: the reward scaling's statistics, or ``None`` when it is off;
+        ``critic_kind``: ``cfg.critic`` (``"categorical"`` or ``"mlp"``).
 
         The checkpoint (:meth:`ActorCriticState.state_dict`) is then ``actor``, ``critic``,
         ``critic_target`` (batch-norm statistics included), ``log_temperature``,
         ``actor_optimizer``, ``critic_optimizer``, ``temperature_optimizer``, ``reward_scaler``,
-        ``iteration``, ``num_critic_updates``, (informative only) ``config`` and, with
-        ``cfg.actor_ema > 0``, ``actor_average``; neither the replay buffer nor the per-env
+        ``critic_kind``, ``iteration``, ``num_critic_updates``, (informative only) ``config`` and,
+        with ``cfg.actor_ema > 0``, ``actor_average``; neither the replay buffer nor the per-env
         running returns of the reward scaling.
         """
-        return {"reward_scaler": None if self.reward_scaler is None else self.reward_scaler.state_dict()}
+        return {
+            "reward_scaler": None if self.reward_scaler is None else self.reward_scaler.state_dict(),
+            "critic_kind": self.cfg.critic,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore from :meth:`state_dict` (:meth:`ActorCriticState.load_state_dict`), after
+        checking that the checkpoint's critic is of this learner's kind. A checkpoint without a
+        ``critic_kind`` entry is read as holding a categorical critic.
+
+        Raises:
+            ValueError: the checkpoint's critic kind differs from ``cfg.critic``, naming both and
+                the override that loads it; nothing is loaded then.
+            KeyError, RuntimeError: as :meth:`ActorCriticState.load_state_dict`.
+        """
+        kind = state.get("critic_kind", "categorical")
+        if kind != self.cfg.critic:
+            raise ValueError(
+                f"the checkpoint's FlashSAC critic is {kind!r} but FlashSACConfig.critic is {self.cfg.critic!r}: "
+                f"build the learner with algo.critic={kind} to load it"
+            )
+        super().load_state_dict(state)
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         """The reward scaling's statistics (when both sides have them), then each optimizer's rate

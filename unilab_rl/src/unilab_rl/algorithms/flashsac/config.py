@@ -55,13 +55,44 @@ class FlashSACConfig:
     tau: float = 0.01
     """EMA rate of the target critic after every critic update (paper: 0.01)."""
 
+    # -- Critic kind -----------------------------------------------------------------------
+    critic: Literal["categorical", "mlp"] = "categorical"
+    """Which twin critic the learner trains.
+
+    * ``"categorical"`` (default, the paper's): two distributional critics on FlashSAC trunks
+      (:class:`~unilab_rl.algorithms.flashsac.networks.CategoricalCritic`), cross-entropy to the
+      projected soft TD target, rewards scaled by :attr:`reward_normalization`, weights projected
+      onto the unit sphere (:attr:`weight_normalization`).
+    * ``"mlp"``: SAC's scalar critic instead
+      (:class:`~unilab_rl.algorithms.flashsac.networks.MLPCritic`): an input batch norm on the raw
+      ``concat(s, a)`` (the observation normalizer, as the first layer of FlashSAC's trunk), then
+      two ``Linear -> LayerNorm -> SiLU`` MLPs of widths :attr:`critic_mlp_hidden` with a linear
+      scalar head each, trained on the mean squared soft TD error with clipped double Q
+      (Haarnoja et al. 2018, arXiv 1812.05905; Fujimoto et al. 2018, arXiv 1802.09477;
+      :func:`~unilab_rl.algorithms.flashsac.update.scalar_critic_objective`). Not part of the
+      FlashSAC paper: an ablation toward :class:`unilab_rl.algorithms.sac.SAC`'s critic, with
+      everything else (actor, temperature, entropy target, n-step, held noise, target rate
+      :attr:`tau`, optimizers) FlashSAC's. Its Q-values are in raw reward units: rewards are
+      never scaled (:attr:`reward_normalization` is ignored, ``Policy/reward_scale`` logs 1),
+      and its weights are never projected (:attr:`weight_normalization` applies to the actor
+      only). :attr:`num_bins`, :attr:`normalized_g_max`, :attr:`critic_num_blocks` and
+      :attr:`critic_hidden_dim` are unused.
+
+    Checkpoints record the kind; loading one into a learner of the other kind raises
+    ``ValueError``."""
+    critic_mlp_hidden: tuple[int, ...] = (768, 384, 192)
+    """Widths of each of the two Q MLPs with ``critic="mlp"``, each ``Linear -> LayerNorm ->
+    SiLU`` (:attr:`unilab_rl.algorithms.sac.SACConfig.critic_hidden`'s default, FastSAC's
+    768-384-192). Unused with the categorical critic."""
+
     # -- Categorical critic and reward scaling ----------------------------------------------
     num_bins: int = 101
     """Atoms of each categorical critic (paper: 101)."""
     reward_normalization: bool = True
     """Scale rewards so that discounted returns fit the support (paper: on;
     ``flash_rl/agents/utils/reward_normalization.py``): ``r / max(sqrt(Var G + eps), G_abs_max /
-    normalized_g_max)`` with ``G`` the running discounted return per env."""
+    normalized_g_max)`` with ``G`` the running discounted return per env. Categorical critic
+    only: with ``critic="mlp"`` it is ignored and rewards stay raw."""
     normalized_g_max: float = 5.0
     """Largest absolute scaled return the scaling aims for, and so the half-width of the critic's
     support, ``linspace(-normalized_g_max, normalized_g_max, num_bins)`` (paper:
@@ -168,7 +199,8 @@ class FlashSACConfig:
         """Check value ranges.
 
         Raises:
-            ValueError: naming the first field out of range and its value.
+            ValueError: naming the first field out of range (or ``critic`` not ``"categorical"``
+                or ``"mlp"``) and its value.
         """
         at_least_one = ("buffer_size_per_env", "batch_size", "num_updates", "actor_update_period",
                         "actor_num_blocks", "actor_hidden_dim", "critic_num_blocks", "critic_hidden_dim")
@@ -202,6 +234,13 @@ class FlashSACConfig:
         if self.equivariant_actor and not self.symmetry:
             raise ValueError("FlashSACConfig.equivariant_actor=true needs FlashSACConfig.symmetry=true (the env's "
                              "mirror), got FlashSACConfig.symmetry=false")
+        if self.critic not in ("categorical", "mlp"):
+            raise ValueError(f"FlashSACConfig.critic must be 'categorical' or 'mlp', got {self.critic!r}")
+        if len(self.critic_mlp_hidden) == 0 or any(w < 1 for w in self.critic_mlp_hidden):
+            raise ValueError(
+                "FlashSACConfig.critic_mlp_hidden must be a non-empty tuple of widths >= 1, "
+                f"got {self.critic_mlp_hidden!r}"
+            )
         if self.entropy_units not in ("action", "squashed"):
             raise ValueError(
                 f"FlashSACConfig.entropy_units must be 'action' or 'squashed', got {self.entropy_units!r}"

@@ -11,7 +11,9 @@ Architecture (arXiv 2604.04539; the official ``Holiday-Robot/FlashSAC`` at 87edc
 - actor head: two unit-norm linear maps plus biases for the mean and the raw log-std,
   ``log_std = min + (max - min) (1 + tanh(raw)) / 2``;
 - critic: two critics evaluated as one batched network, each ending in 101 logits over a fixed
-  support; Q is the expectation over the atoms;
+  support; Q is the expectation over the atoms (:class:`CategoricalCritic`). Not in the paper,
+  an ablation toward SAC: :class:`MLPCritic`, SAC's scalar twin MLP critic behind the same input
+  batch norm;
 - parameters: orthogonal init, then projected: each weight row onto the unit sphere, each norm
   layer's scale (and shift) onto the sphere of radius sqrt(d) (:meth:`normalize_parameters`).
 
@@ -32,6 +34,7 @@ from unilab_rl.algorithms.sac.networks import (
     _box,
     equivariant_average,
     mirror_observation,
+    mlp,
     register_mirror,
     squashed_gaussian_log_prob,
 )
@@ -357,6 +360,67 @@ class CategoricalCritic(nn.Module):
         return q, log_probs
 
 
+class MLPCritic(nn.Module):
+    """``num_qs`` scalar soft Q-functions, SAC's MLP critic behind FlashSAC's input batch norm
+    (``FlashSACConfig.critic="mlp"``; not part of the FlashSAC paper).
+
+    ``q_e(s, a) = head_e(MLP_e(BN(concat(s, a))))``: one :class:`UnitBatchNorm` on the raw
+    ``concat(obs, action)`` shared by the critics (the observation normalizer, as the first layer
+    of FlashSAC's :class:`Trunk`; its statistics are the same for every member, so one suffices),
+    then per critic :func:`unilab_rl.algorithms.sac.networks.mlp` (``Linear -> LayerNorm -> SiLU``
+    per width, PyTorch's default init, as :class:`unilab_rl.algorithms.sac.networks.Critic`) and a
+    ``Linear(hidden[-1], 1)`` head. Twin critics for clipped double Q (Fujimoto et al. 2018,
+    arXiv 1802.09477; SAC: Haarnoja et al. 2018, arXiv 1812.05905). No layer is kept on a sphere:
+    the learner does not project this critic's weights. Actions enter in the env's units; the
+    batch norm's per-feature affine map makes a rescaling of them irrelevant.
+
+    Called as :class:`CategoricalCritic` is, so the update's objectives and the compiled and
+    captured steps treat both alike: ``critic(obs, action, training) -> (q, None)``.
+
+    Args:
+        obs_dim: critic observation size (raw).
+        num_actions: A.
+        hidden: widths of each Q MLP.
+        momentum: rate of the input batch norm's running statistics.
+        num_qs: number of critics E (2: clipped double Q).
+
+    Raises:
+        ValueError: ``hidden`` empty or a width below 1, or ``num_qs < 1``.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        num_actions: int,
+        hidden: tuple[int, ...] = (768, 384, 192),
+        momentum: float = 0.01,
+        num_qs: int = 2,
+    ) -> None:
+        super().__init__()
+        hidden = tuple(hidden)
+        if not hidden or min(hidden) < 1 or num_qs < 1:
+            raise ValueError(f"MLPCritic needs widths >= 1 and num_qs >= 1, got hidden={hidden!r}, num_qs={num_qs!r}")
+        self.num_qs = num_qs
+        in_dim = obs_dim + num_actions
+        self.input_norm = UnitBatchNorm(in_dim, 0, momentum)
+        self.qs = nn.ModuleList(nn.Sequential(mlp(in_dim, hidden), nn.Linear(hidden[-1], 1)) for _ in range(num_qs))
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor, training: bool) -> tuple[torch.Tensor, None]:
+        """Q-values of every critic.
+
+        Args:
+            obs: (B, obs_dim) raw; action: (B, A) in the env's units.
+            training: batch statistics in the input batch norm (and update its running statistics);
+                False: its running statistics.
+
+        Returns:
+            q: (E, B) float32, in the units of the rewards it was trained on (raw); ``None`` in
+            place of :class:`CategoricalCritic`'s log-probabilities.
+        """
+        x = self.input_norm(torch.cat([obs, action], dim=-1), training)  # (B, obs_dim + A)
+        return torch.stack([q(x).squeeze(-1) for q in self.qs]).float(), None  # (E, B)
+
+
 class DeterministicPolicy(nn.Module):
     """Deployment policy: raw actor observation -> ``squash(mean)``, batch norms on running
     statistics (the input batch norm is the observation normalizer). Shares the actor's weights."""
@@ -457,6 +521,6 @@ def normalize_parameters(module: nn.Module) -> None:
 
 
 __all__ = [
-    "CategoricalCritic", "DeterministicPolicy", "ExplorationPolicy", "FlashActor", "InvertedResidualBlock", "Trunk",
-    "UnitBatchNorm", "UnitLinear", "UnitRMSNorm", "WeightProjection", "normalize_parameters",
+    "CategoricalCritic", "DeterministicPolicy", "ExplorationPolicy", "FlashActor", "InvertedResidualBlock", "MLPCritic",
+    "Trunk", "UnitBatchNorm", "UnitLinear", "UnitRMSNorm", "WeightProjection", "normalize_parameters",
 ]

@@ -17,8 +17,14 @@ FlashSAC (arXiv 2604.04539; official ``Holiday-Robot/FlashSAC`` at 87edc90,
    the lower expected Q (:func:`select_min_q_distribution`), ``a' ~ pi(.|s')`` on running statistics;
 4. EMA of the target critic's parameters (:func:`ema_update`).
 
+With ``FlashSACConfig.critic="mlp"`` (an ablation toward SAC, not in the paper) step 3 is SAC's
+scalar one instead, on raw rewards: the mean squared error to ``r + gamma^n (1 - terminated)
+(min_e Q'_e(s', a') - alpha log pi(a'|s'))`` (:func:`scalar_td_target`,
+:func:`scalar_critic_loss`, :func:`scalar_critic_objective`), with the same batch-norm modes.
+
 After each optimizer step the network's weights are projected back onto their spheres
-(:func:`unilab_rl.algorithms.flashsac.networks.normalize_parameters`, called by the agent).
+(:func:`unilab_rl.algorithms.flashsac.networks.normalize_parameters`, called by the agent; with
+the scalar critic the actor's only).
 
 Only ``terminated`` cuts the bootstrap; a time-out bootstraps from the pre-reset observation.
 Everything returns detached tensors and never calls ``.item()``.
@@ -32,7 +38,7 @@ import math
 
 import torch
 
-from unilab_rl.algorithms.flashsac.networks import CategoricalCritic, FlashActor
+from unilab_rl.algorithms.flashsac.networks import CategoricalCritic, FlashActor, MLPCritic
 from unilab_rl.algorithms.sac.update import apply_gradients, polyak_update
 
 ema_update = polyak_update
@@ -131,6 +137,51 @@ def critic_loss(target_probs: torch.Tensor, log_probs: torch.Tensor) -> torch.Te
     return -(target_probs.unsqueeze(0) * log_probs).sum(-1).mean()
 
 
+def scalar_td_target(
+    next_q: torch.Tensor,  # (E, B) target critics at (s', a')
+    next_log_pi: torch.Tensor,  # (B,) log pi(a'|s')
+    rewards: torch.Tensor,  # (B,) raw (n-step sums when n_step > 1)
+    terminated: torch.Tensor,  # (B,) bool
+    alpha: torch.Tensor | float,  # ()
+    gamma: float,
+) -> torch.Tensor:
+    """Soft TD target of the scalar critic (``FlashSACConfig.critic="mlp"``), clipped double Q:
+
+    ``y = r + gamma (1 - terminated) (min_e Q'_e(s', a') - alpha log pi(a'|s'))``
+
+    (SAC's soft Bellman backup, Haarnoja et al. 2018, arXiv 1812.05905, with the soft value
+    ``V(s') = E[Q(s', a') - alpha log pi(a'|s')]`` estimated from one ``a' ~ pi(.|s')``; the
+    minimum over two critics, which SAC's practical algorithm takes: Fujimoto et al. 2018, arXiv
+    1802.09477. The same as :func:`unilab_rl.algorithms.sac.update.soft_q_target` with
+    ``reduction="min"``.) ``gamma`` is the bootstrap's discount, ``gamma ** n_step`` for n-step
+    rows. Only ``terminated`` cuts the bootstrap; a time-out keeps it.
+
+    Returns:
+        y: (B,) in the rewards' units and dtype; call under ``torch.no_grad`` (no gradient is
+        meant to flow into it).
+    """
+    soft_next_value = next_q.min(dim=0).values - alpha * next_log_pi  # (B,)
+    not_done = (~terminated.bool()).to(rewards.dtype)  # (B,)
+    return rewards + gamma * not_done * soft_next_value
+
+
+def scalar_critic_loss(q: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """``sum_e mean_b (Q_e(s, a) - y)^2``: each critic's mean squared TD error, summed over the
+    critics, no 0.5 factor, as :func:`unilab_rl.algorithms.sac.update.critic_loss`
+    (``MSE(qf1, y) + MSE(qf2, y)``), so each critic gets the gradient it gets in our SAC; twice
+    the mean over the critics. The paper's ``J_Q`` (arXiv 1812.05905) carries a factor 1/2;
+    under Adam a constant factor on the loss changes the steps only through Adam's epsilon.
+
+    Args:
+        q: (E, B) each critic's Q at (s, a).
+        target: (B,) the TD target, no gradient.
+
+    Returns:
+        () loss.
+    """
+    return (q - target.unsqueeze(0)).square().mean(-1).sum()
+
+
 def actor_loss(log_pi: torch.Tensor, q: torch.Tensor, alpha: torch.Tensor | float) -> torch.Tensor:
     """``mean(alpha log pi(a|s) - min_e Q_e(s, a))``; log_pi (B,), q (E, B). Returns ()."""
     return (alpha * log_pi - q.min(dim=0).values).mean()
@@ -189,9 +240,53 @@ def critic_objective(
     return loss, {"mean_q": q_all[:, :batch].detach().mean(), "target_q": target_q}
 
 
+def scalar_critic_objective(
+    actor: FlashActor,
+    critic: MLPCritic,
+    critic_target: MLPCritic,
+    critic_obs: torch.Tensor,  # (B, Dc)
+    actions: torch.Tensor,  # (B, A)
+    rewards: torch.Tensor,  # (B,) raw
+    terminated: torch.Tensor,  # (B,) bool
+    next_actor_obs: torch.Tensor,  # (B, Da)
+    next_critic_obs: torch.Tensor,  # (B, Dc)
+    alpha: torch.Tensor,  # ()
+    gamma: float,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Scalar soft TD target and the critic's squared-error loss (step 3 with
+    ``FlashSACConfig.critic="mlp"``); forward only, the same signature and call pattern as
+    :func:`critic_objective`.
+
+    ``a' ~ pi(.|s')`` with the actor on running statistics; both the online and the target critic
+    run in training mode on ``concat((s, a), (s', a'))``, so their input batch norms normalize
+    prediction and target with one batch's statistics, as the categorical critic's do. Target:
+    :func:`scalar_td_target` from the target critics' Q at the second half, without gradient;
+    loss: :func:`scalar_critic_loss` of the online critics' Q at the first half.
+
+    Updates the input batch norms' running statistics of ``critic`` and ``critic_target``, nothing
+    else.
+
+    Returns:
+        loss: () with gradient w.r.t. the critic; info: ``{"mean_q", "target_q"}``, () detached
+        batch means of ``Q_e(s, a)`` over both critics and of ``y``, in raw reward units.
+    """
+    batch = critic_obs.shape[0]
+    with torch.no_grad():
+        next_actions, next_log_pi = actor.sample(next_actor_obs, training=False)  # (B, A), (B,)
+    obs_all = torch.cat([critic_obs, next_critic_obs])  # (2B, Dc)
+    actions_all = torch.cat([actions, next_actions])  # (2B, A)
+    with torch.no_grad():
+        q_all_target, _ = critic_target(obs_all, actions_all, training=True)  # (E, 2B)
+        target = scalar_td_target(q_all_target[:, batch:], next_log_pi, rewards, terminated, alpha, gamma)  # (B,)
+    q_all, _ = critic(obs_all, actions_all, training=True)  # (E, 2B)
+    q = q_all[:, :batch]  # (E, B)
+    loss = scalar_critic_loss(q, target)
+    return loss, {"mean_q": q.detach().mean(), "target_q": target.mean()}
+
+
 def actor_objective(
     actor: FlashActor,
-    critic: CategoricalCritic,
+    critic: CategoricalCritic | MLPCritic,
     log_temperature: torch.Tensor,  # ()
     actor_obs: torch.Tensor,  # (B, Da)
     next_actor_obs: torch.Tensor,  # (B, Da)
@@ -218,6 +313,6 @@ def actor_objective(
 
 __all__ = [
     "actor_loss", "actor_objective", "apply_gradients", "categorical_td_target", "cosine_learning_rate",
-    "critic_loss", "critic_objective", "ema_update", "scale_rewards", "select_min_q_distribution",
-    "temperature_loss", "unified_target_entropy",
+    "critic_loss", "critic_objective", "ema_update", "scalar_critic_loss", "scalar_critic_objective",
+    "scalar_td_target", "scale_rewards", "select_min_q_distribution", "temperature_loss", "unified_target_entropy",
 ]
