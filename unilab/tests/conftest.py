@@ -99,11 +99,12 @@ def run_in_process(*args: str, cwd: Path | None = None, env: dict[str, str] | No
 
     What a separate process would print is printed here too, so a test can hold stderr to one
     line: the command's logging.basicConfig runs as in a fresh interpreter (pytest's handlers are
-    set aside meanwhile), warnings are shown on stderr under a fresh interpreter's filters, and
-    an exception that escapes the command is a traceback on stderr with exit code 1. What this
-    cannot see: output written to file descriptor 2 by native code, and anything only a new
-    process does (loading plugins, signals, once-per-process messages): tests about those run
-    the real ``unilab`` in a subprocess.
+    set aside meanwhile), warnings are shown on stderr under a fresh interpreter's filters, the
+    robot-model report prints as it does once per process, and an exception that escapes the
+    command is a traceback on stderr with exit code 1. What this cannot see: output written to
+    file descriptor 2 by native code, and what only a new process does (loading plugins,
+    signals, a working directory of its own): tests about those run the real ``unilab`` in a
+    subprocess.
     """
     import faulthandler
     import logging
@@ -113,10 +114,11 @@ def run_in_process(*args: str, cwd: Path | None = None, env: dict[str, str] | No
     from typer.testing import CliRunner
 
     from unilab.cli import app
+    from unilab.robots import scene
 
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
-    argv, where, enable = sys.argv, Path.cwd(), faulthandler.enable
+    argv, where, enable, printed = sys.argv, Path.cwd(), faulthandler.enable, scene._PRINTED
 
     def show(message, category, filename, lineno, file=None, line=None):
         sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
@@ -124,6 +126,7 @@ def run_in_process(*args: str, cwd: Path | None = None, env: dict[str, str] | No
     for handler in handlers:
         root.removeHandler(handler)
     sys.argv = ["unilab", *args]
+    scene._PRINTED = set()  # the reports a fresh process has printed: none
     # train's faulthandler.enable() needs a real file descriptor; pytest's own stays enabled.
     faulthandler.enable = lambda *a, **k: None
     try:
@@ -137,7 +140,7 @@ def run_in_process(*args: str, cwd: Path | None = None, env: dict[str, str] | No
             result = CliRunner().invoke(app, list(args), prog_name="unilab", env=env)
     finally:
         os.chdir(where)
-        faulthandler.enable, sys.argv = enable, argv
+        faulthandler.enable, sys.argv, scene._PRINTED = enable, argv, printed
         for handler in root.handlers[:]:
             root.removeHandler(handler)
             handler.close()
