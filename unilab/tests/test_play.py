@@ -142,7 +142,9 @@ def test_no_offscreen_gl_is_one_clear_message_and_the_numbers_stand(run_dir, no_
 
 
 def test_training_without_gl_completes_and_records_the_play_error(tmp_path, no_gl):
-    run = train("sac", "g1_walk_flat", "mujoco", [*TINY, f"training.log_dir={tmp_path}"], argv=[])
+    # the evaluation that also ends a completed run is test_train's (eval_interval=0: not here)
+    run = train("sac", "g1_walk_flat", "mujoco", [*TINY, "training.eval_interval=0", f"training.log_dir={tmp_path}"],
+                argv=[])
     s = summary(run)
     assert s["status"] == "normal_completion"
     assert "no offscreen OpenGL" in s["play"]["error"] and s["video"] is None

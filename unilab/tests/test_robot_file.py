@@ -413,7 +413,8 @@ def test_a_moved_model_file_is_named_at_its_new_path(meshed, tmp_path, unilab_in
     old, new = tmp_path / "old", tmp_path / "new"
     shutil.copytree(meshed.parent, old)
     result = cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, f"robot.mjcf={old / 'scene.xml'}",
-                 "runtime.mode=sync", "training.no_play=true", "training.log_dir=logs", cwd=tmp_path)
+                 "runtime.mode=sync", "training.eval_interval=0", "training.no_play=true", "training.log_dir=logs",
+                 cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     (run_dir,) = (tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir()
     old.rename(new)
