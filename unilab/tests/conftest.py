@@ -163,8 +163,9 @@ def unilab_in_process() -> Callable[..., CliResult]:
 
 
 # ---------------------------------------------------------------------------- a finished run
-# The smallest real run: 2 iterations of 2 envs with the owner settings' runtime (async), without
-# the play and export that end a run.
+# The smallest real run: 2 iterations of 2 envs with the owner settings' runtime (async) and their
+# evaluation of the final policy (training.eval_interval=250), without the play and export that
+# end a run.
 TINY_WALK_RUN = (
     "training.num_envs=2", "training.max_iterations=2", "algo.batch_size=16", "algo.num_updates=1",
     "algo.learning_starts=1", "algo.buffer_size_per_env=8", "sim.nthread=1", "training.device=cpu",
@@ -176,7 +177,8 @@ TINY_WALK_RUN = (
 def finished_walk_run(tmp_path_factory) -> Callable[[Path], Path]:
     """``finished_walk_run(dest) -> Path``: a copy of a real run directory that ``unilab train
     --algo sac --task g1_walk_flat`` wrote with :data:`TINY_WALK_RUN` (an untrained policy, its
-    checkpoints model_2.pt and model_last.pt, no policy.onnx, no video), at
+    checkpoints model_2.pt and model_last.pt, the final policy's evaluation in run_summary.json,
+    no policy.onnx, no video), at
     ``dest/logs/sac/g1_walk_flat/<run>``. The run is trained once per session; every caller gets
     its own copy to read or change, so tests stay independent of each other and of their order."""
     from unilab.train import train
