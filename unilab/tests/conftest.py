@@ -7,6 +7,7 @@ which run in the same pytest session, have conftest modules of the same name.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -68,3 +69,130 @@ def install_example(tmp_path_factory) -> Callable[[str], InstalledExample]:
         return installed[name]
 
     return install
+
+
+# ---------------------------------------------------------------------------- the command in-process
+@dataclass(frozen=True)
+class CliResult:
+    """What a finished ``unilab`` command left: its exit code and its two streams, as text (the
+    fields of :class:`subprocess.CompletedProcess` the tests read)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+# The warning filters of a fresh interpreter (not in -X dev mode), latest first as
+# warnings.filterwarnings leaves them: what a user's `unilab` shows on stderr.
+_FRESH_WARNING_FILTERS = (
+    ("ignore", ResourceWarning, ""),
+    ("ignore", ImportWarning, ""),
+    ("ignore", PendingDeprecationWarning, ""),
+    ("ignore", DeprecationWarning, ""),
+    ("default", DeprecationWarning, "__main__"),
+)
+
+
+def run_in_process(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> CliResult:
+    """``unilab ARGS`` through the command's own entry point (``unilab.cli:app``, the console
+    script's target) in this process, in ``cwd``, with ``env`` added to the environment.
+
+    What a separate process would print is printed here too, so a test can hold stderr to one
+    line: the command's logging.basicConfig runs as in a fresh interpreter (pytest's handlers are
+    set aside meanwhile), warnings are shown on stderr under a fresh interpreter's filters, the
+    robot-model report prints as it does once per process, and an exception that escapes the
+    command is a traceback on stderr with exit code 1. What this cannot see: output written to
+    file descriptor 2 by native code, and what only a new process does (loading plugins,
+    signals, a working directory of its own): tests about those run the real ``unilab`` in a
+    subprocess.
+    """
+    import faulthandler
+    import logging
+    import traceback
+    import warnings
+
+    from typer.testing import CliRunner
+
+    from unilab.cli import app
+    from unilab.robots import scene
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    argv, where, enable, printed = sys.argv, Path.cwd(), faulthandler.enable, scene._PRINTED
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    for handler in handlers:
+        root.removeHandler(handler)
+    sys.argv = ["unilab", *args]
+    scene._PRINTED = set()  # the reports a fresh process has printed: none
+    # train's faulthandler.enable() needs a real file descriptor; pytest's own stays enabled.
+    faulthandler.enable = lambda *a, **k: None
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with warnings.catch_warnings():
+            warnings.resetwarnings()
+            for action, category, module in _FRESH_WARNING_FILTERS:
+                warnings.filterwarnings(action, category=category, module=module)
+            warnings.showwarning = show
+            result = CliRunner().invoke(app, list(args), prog_name="unilab", env=env)
+    finally:
+        os.chdir(where)
+        faulthandler.enable, sys.argv, scene._PRINTED = enable, argv, printed
+        for handler in root.handlers[:]:
+            root.removeHandler(handler)
+            handler.close()
+        for handler in handlers:
+            root.addHandler(handler)
+        root.setLevel(level)
+    stderr, code = result.stderr, result.exit_code
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+        code = 1
+    return CliResult(code, result.stdout, stderr)
+
+
+@pytest.fixture(scope="session")
+def unilab_in_process() -> Callable[..., CliResult]:
+    """``unilab_in_process(*args, cwd=None, env=None) -> CliResult``: the ``unilab`` command run in
+    this process (a few seconds faster than a new interpreter), for tests of what a command
+    prints and returns; see :func:`run_in_process`."""
+    return run_in_process
+
+
+# ---------------------------------------------------------------------------- a finished run
+# The smallest real run: 2 iterations of 2 envs with the owner settings' runtime (async) and their
+# evaluation of the final policy (training.eval_interval=250), without the play and export that
+# end a run.
+TINY_WALK_RUN = (
+    "training.num_envs=2", "training.max_iterations=2", "algo.batch_size=16", "algo.num_updates=1",
+    "algo.learning_starts=1", "algo.buffer_size_per_env=8", "sim.nthread=1", "training.device=cpu",
+    "training.progress=false", "training.no_play=true",
+)
+
+
+@pytest.fixture(scope="session")
+def finished_walk_run(tmp_path_factory) -> Callable[[Path], Path]:
+    """``finished_walk_run(dest) -> Path``: a copy of a real run directory that ``unilab train
+    --algo sac --task g1_walk_flat`` wrote with :data:`TINY_WALK_RUN` (an untrained policy, its
+    checkpoints model_2.pt and model_last.pt, the final policy's evaluation in run_summary.json,
+    no policy.onnx, no video), at
+    ``dest/logs/sac/g1_walk_flat/<run>``. The run is trained once per session; every caller gets
+    its own copy to read or change, so tests stay independent of each other and of their order."""
+    from unilab.train import train
+
+    template: list[Path] = []
+
+    def copy(dest: Path) -> Path:
+        if not template:
+            logs = tmp_path_factory.mktemp("finished_walk_run") / "logs"
+            template.append(train("sac", "g1_walk_flat", "mujoco", [*TINY_WALK_RUN, f"training.log_dir={logs}"],
+                                  argv=[]))
+        source = template[0]
+        run = Path(dest) / "logs" / "sac" / "g1_walk_flat" / source.name
+        shutil.copytree(source, run)
+        return run
+
+    return copy

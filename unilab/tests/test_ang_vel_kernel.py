@@ -4,9 +4,6 @@ roll/pitch rate; the setting is refused where it would do nothing."""
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -46,10 +43,9 @@ def test_the_env_builds_the_term_with_both_widths():
     assert term.func is mdp.track_angular_velocity and term.params == {"std": 0.5, "xy_std": 1.0}
 
 
-def test_a_roll_pitch_width_without_the_coupled_kernel_is_one_error_line(tmp_path):
-    unilab = str(Path(sys.executable).parent / "unilab")
-    result = subprocess.run([unilab, "train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco",
-                             "env.tracking.ang_vel_xy_std=1.0"], cwd=tmp_path, capture_output=True, text=True)
+def test_a_roll_pitch_width_without_the_coupled_kernel_is_one_error_line(tmp_path, unilab_in_process):
+    result = unilab_in_process("train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco",
+                               "env.tracking.ang_vel_xy_std=1.0", cwd=tmp_path)
     assert result.returncode == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:")

@@ -15,8 +15,6 @@ import numpy as np
 import pytest
 import torch
 
-from unilab.train import train
-
 UNILAB = str(Path(sys.executable).parent / "unilab")
 TINY = [
     "training.num_envs=2", "training.max_iterations=2", "algo.batch_size=16", "algo.num_updates=1",
@@ -25,11 +23,14 @@ TINY = [
 ]
 
 
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([UNILAB, *args], cwd=cwd, capture_output=True, text=True, timeout=240)
+@pytest.fixture
+def run_cli(unilab_in_process):
+    """``run_cli(*args, cwd) -> result``: the ``unilab`` command, run in this process (what these
+    tests check is what it prints and returns)."""
+    return unilab_in_process
 
 
-def one_error_line(result: subprocess.CompletedProcess) -> str:
+def one_error_line(result) -> str:
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr + result.stdout
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
@@ -37,26 +38,18 @@ def one_error_line(result: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
-    logs = tmp_path_factory.mktemp("bad_input") / "logs"
-    return train("sac", "g1_walk_flat", "mujoco", [*TINY, f"training.log_dir={logs}"], argv=[])
-
-
 @pytest.mark.parametrize("content", ["[1, 2, 3]", '"run"', '{"config": {}}'], ids=["list", "string", "no-names"])
 @pytest.mark.parametrize("command", ["play", "export"])
-def test_a_run_config_that_is_not_unilabs_object_is_one_line(run_dir, tmp_path, content, command):
-    run = tmp_path / "run"
-    shutil.copytree(run_dir, run)
+def test_a_run_config_that_is_not_unilabs_object_is_one_line(finished_walk_run, run_cli, tmp_path, content, command):
+    run = finished_walk_run(tmp_path)
     (run / "run_config.json").write_text(content)
     line = one_error_line(run_cli(command, str(run), cwd=tmp_path))
     assert line.startswith(f"error: {run / 'run_config.json'} is ")
     assert "expected the object unilab train writes" in line
 
 
-def _nan_checkpoint(run_dir: Path, tmp_path: Path) -> tuple[Path, str]:
-    run = tmp_path / "run"
-    shutil.copytree(run_dir, run)
+def _nan_checkpoint(run: Path) -> tuple[Path, str]:
+    """``run`` with NaN in its last checkpoint's actor; the run and where the NaN is."""
     payload = torch.load(run / "model_last.pt", weights_only=False)
     name = next(k for k, v in payload["agent"]["actor"].items() if v.is_floating_point() and v.dim() == 2)
     payload["agent"]["actor"][name][0, :3] = float("nan")
@@ -65,16 +58,16 @@ def _nan_checkpoint(run_dir: Path, tmp_path: Path) -> tuple[Path, str]:
 
 
 @pytest.mark.parametrize("command", ["play", "export"])
-def test_a_checkpoint_with_nan_weights_is_refused_naming_the_tensor(run_dir, tmp_path, command):
-    run, where = _nan_checkpoint(run_dir, tmp_path)
+def test_a_checkpoint_with_nan_weights_is_refused_naming_the_tensor(finished_walk_run, run_cli, tmp_path, command):
+    run, where = _nan_checkpoint(finished_walk_run(tmp_path))
     line = one_error_line(run_cli(command, str(run), "--no-video" if command == "play" else "--atol=1", cwd=tmp_path))
     assert line == (f"error: checkpoint {run / 'model_last.pt'} has NaN or infinite weights: first in {where}; "
                     "play or export an earlier checkpoint (--checkpoint model_<iteration>.pt)")
     assert not (run / "policy.onnx").exists()
 
 
-def test_resuming_from_nan_weights_is_refused_before_anything_is_built(run_dir, tmp_path):
-    run, where = _nan_checkpoint(run_dir, tmp_path)
+def test_resuming_from_nan_weights_is_refused_before_anything_is_built(finished_walk_run, run_cli, tmp_path):
+    run, where = _nan_checkpoint(finished_walk_run(tmp_path / "trained"))
     result = run_cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, "training.max_iterations=4",
                      f"training.resume={run}", f"training.log_dir={tmp_path / 'logs'}", cwd=tmp_path)
     line = one_error_line(result)
@@ -83,7 +76,7 @@ def test_resuming_from_nan_weights_is_refused_before_anything_is_built(run_dir, 
 
 
 @pytest.mark.parametrize("case", ["missing", "not-xml", "directory", "flashsac-symmetry"])
-def test_a_start_that_fails_while_building_writes_no_folder(tmp_path, case):
+def test_a_start_that_fails_while_building_writes_no_folder(run_cli, tmp_path, case):
     """Bad input found while the env or the agent is built (after the log folder was checked) is
     one error: line, with training.device=auto's CPU warning held back, and leaves no folder: not
     the log folder the command named, not logs/ in the working directory."""
@@ -104,7 +97,7 @@ def test_a_start_that_fails_while_building_writes_no_folder(tmp_path, case):
         assert not (tmp_path / "runs").exists()
 
 
-def test_a_failed_start_keeps_a_log_folder_that_existed(tmp_path):
+def test_a_failed_start_keeps_a_log_folder_that_existed(run_cli, tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()
     one_error_line(run_cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, f"robot.mjcf={tmp_path / 'none.xml'}",
@@ -112,7 +105,7 @@ def test_a_failed_start_keeps_a_log_folder_that_existed(tmp_path):
     assert logs.is_dir() and not list(logs.iterdir())
 
 
-def test_an_entropy_target_no_policy_in_the_action_box_can_reach_is_one_line(tmp_path):
+def test_an_entropy_target_no_policy_in_the_action_box_can_reach_is_one_line(run_cli, tmp_path):
     line = one_error_line(run_cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, "algo.target_entropy_scale=-5",
                                   f"training.log_dir={tmp_path / 'logs'}", cwd=tmp_path))
     assert line.startswith("error: algo.target_entropy_scale=-5 sets a target entropy of 145 nats (-scale x 29 actions), "
@@ -122,7 +115,7 @@ def test_an_entropy_target_no_policy_in_the_action_box_can_reach_is_one_line(tmp
 
 
 @pytest.mark.parametrize("seed", ["-1", str(2**32)])
-def test_a_seed_numpy_cannot_take_is_one_line(tmp_path, seed):
+def test_a_seed_numpy_cannot_take_is_one_line(run_cli, tmp_path, seed):
     line = one_error_line(run_cli("train", "--algo", "sac", "--task", "g1_walk_flat", f"training.seed={seed}",
                                   cwd=tmp_path))
     assert line.startswith(f"error: invalid value for training.seed: {seed} (input should be")
@@ -138,7 +131,7 @@ def _object_npz(path: Path) -> Path:
     return path
 
 
-def test_motion_inspect_of_an_npz_with_object_arrays_is_one_line(tmp_path):
+def test_motion_inspect_of_an_npz_with_object_arrays_is_one_line(run_cli, tmp_path):
     clip = _object_npz(tmp_path / "objects.npz")
     line = one_error_line(run_cli("motion", "inspect", str(clip), cwd=tmp_path))
     assert line == (f"error: motion file {str(clip)!r}: key 'joint_pos': expected a numeric or string array; it "
@@ -146,7 +139,7 @@ def test_motion_inspect_of_an_npz_with_object_arrays_is_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("content", [b"frame,x,y\n0,1,2\n", b"\x93NUMPY\x01\x00v\x00"], ids=["csv", "npy"])
-def test_a_file_that_is_not_an_npz_is_refused_without_numpys_unsafe_hint(tmp_path, content):
+def test_a_file_that_is_not_an_npz_is_refused_without_numpys_unsafe_hint(run_cli, tmp_path, content):
     notes = tmp_path / "clip.npz"
     notes.write_bytes(content)
     for args in (["motion", "inspect", str(notes)],
@@ -159,7 +152,7 @@ def test_a_file_that_is_not_an_npz_is_refused_without_numpys_unsafe_hint(tmp_pat
         assert "allow_pickle" not in line and "unsafely" not in line
 
 
-def test_a_run_with_relative_paths_plays_from_another_directory(tmp_path):
+def test_a_run_with_relative_paths_plays_from_another_directory(run_cli, tmp_path):
     from unilab.tasks.g1_motion_tracking.env_cfg import DEFAULT_MOTION
 
     work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
@@ -167,16 +160,18 @@ def test_a_run_with_relative_paths_plays_from_another_directory(tmp_path):
     elsewhere.mkdir()
     shutil.copy(DEFAULT_MOTION, work / "clip.npz")
     result = run_cli("train", "--algo", "sac", "--task", "g1_motion_tracking", *TINY, "env.motion.file=clip.npz",
-                     "training.log_dir=logs", cwd=work)
+                     "training.eval_interval=0", "training.log_dir=logs", cwd=work)
     assert result.returncode == 0, result.stderr
     run = next((work / "logs").glob("sac/g1_motion_tracking/*"))
     saved = json.loads((run / "run_config.json").read_text())["config"]
     assert saved["env"]["motion"]["file"] == str(work / "clip.npz")
-    played = run_cli("play", str(run), "--no-video", "--steps", "3", "--num-envs", "1", cwd=elsewhere)
+    # a new process, started in the other directory
+    played = subprocess.run([UNILAB, "play", str(run), "--no-video", "--steps", "3", "--num-envs", "1"],
+                            cwd=elsewhere, capture_output=True, text=True, timeout=240)
     assert played.returncode == 0, played.stderr
 
 
-def test_motion_settings_a_user_gets_wrong_say_what_to_write(tmp_path):
+def test_motion_settings_a_user_gets_wrong_say_what_to_write(run_cli, tmp_path):
     from unilab.motion import MotionFormatError
     from unilab.motion.importers import resolve_joint_order
 
@@ -198,7 +193,7 @@ def test_motion_settings_a_user_gets_wrong_say_what_to_write(tmp_path):
 
 @pytest.mark.parametrize(("override", "value"), [("env.rewards.track_linear_velocity_fine", "nan"),
                                                  ("env.rewards.alive", "inf"), ("env.tracking.lin_vel_fine_std", "-inf")])
-def test_a_non_finite_number_in_the_task_settings_is_one_line(tmp_path, override, value):
+def test_a_non_finite_number_in_the_task_settings_is_one_line(run_cli, tmp_path, override, value):
     """A NaN or infinite reward weight would make its term score nothing (the reward manager zeroes
     non-finite values): refused before anything runs."""
     line = one_error_line(run_cli("config", "--algo", "sac", "--task", "g1_walk_flat", f"{override}={value}",
@@ -206,7 +201,7 @@ def test_a_non_finite_number_in_the_task_settings_is_one_line(tmp_path, override
     assert line == f"error: invalid value for {override}: '{value}' (input should be a finite number)"
 
 
-def test_a_deadband_that_zeroes_every_linear_command_is_one_line(tmp_path):
+def test_a_deadband_that_zeroes_every_linear_command_is_one_line(run_cli, tmp_path):
     line = one_error_line(run_cli("config", "--algo", "sac", "--task", "g1_walk_flat", "env.commands.lin_vel_x=[-0.15,0.15]",
                                   "env.commands.lin_vel_y=[0,0]", cwd=tmp_path))
     assert line.startswith("error: invalid env.commands: lin_vel_deadband 0.2 m/s zeroes every linear command of "

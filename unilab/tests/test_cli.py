@@ -1,4 +1,7 @@
-"""The `unilab` command as a user runs it: bad input gives one line, exit 2, no run directory."""
+"""The `unilab` command: bad input gives one line, exit 2, no run directory. Usage errors and the
+plugin listing run the installed console script in a new process, as a user runs it; the table of
+bad settings runs the same entry point in this process (what it checks is what the command prints
+and writes)."""
 
 from __future__ import annotations
 
@@ -53,8 +56,8 @@ BASE = ["train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco"]
     ids=["task", "algo", "backend", "key", "type", "preset", "range", "device", "log_dir", "buffer",
          "command-range", "cpu-ids-collectors", "cuda-graph-value", "cuda-graph-cpu", "shards"],
 )
-def test_bad_input_is_one_clear_line(tmp_path, args, expected):
-    result = run_cli(*args, cwd=tmp_path)
+def test_bad_input_is_one_clear_line(tmp_path, args, expected, unilab_in_process):
+    result = unilab_in_process(*args, cwd=tmp_path, env={"UNILAB_STRICT_PLUGINS": "1"})
     assert result.returncode == 2, result.stderr
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1, result.stderr

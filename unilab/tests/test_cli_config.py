@@ -1,20 +1,16 @@
 """`unilab config`: the resolved config of a train command, as YAML, and the task's presets."""
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import yaml
 
-UNILAB = str(Path(sys.executable).parent / "unilab")
+
+@pytest.fixture
+def config(unilab_in_process):
+    """``config(*args) -> result``: ``unilab config ARGS``, the command run in this process."""
+    return lambda *args: unilab_in_process("config", *args)
 
 
-def config(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([UNILAB, "config", *args], capture_output=True, text=True, timeout=120)
-
-
-def test_prints_every_layer_resolved():
+def test_prints_every_layer_resolved(config):
     result = config("--algo", "sac", "--task", "g1_walk_flat", "--preset", "laptop", "training.num_envs=8")
     assert result.returncode == 0, result.stderr
     cfg = yaml.safe_load(result.stdout)
@@ -27,13 +23,13 @@ def test_prints_every_layer_resolved():
     assert presets.startswith("# presets of --algo sac --task g1_walk_flat --sim mujoco:") and "laptop" in presets
 
 
-def test_bad_key_is_the_train_error():
+def test_bad_key_is_the_train_error(config):
     result = config("--algo", "sac", "--task", "g1_walk_flat", "training.num_env=8")
     assert result.returncode == 2
     assert "did you mean 'training.num_envs'" in result.stderr and result.stdout == ""
 
 
-def test_a_combination_train_refuses_is_refused_here_too():
+def test_a_combination_train_refuses_is_refused_here_too(config):
     for overrides, text in (
         (["runtime.mode=async", "runtime.num_collectors=3"], "must be divisible by runtime.num_collectors"),
         (["algo.buffer_size_per_env=5"], "algo.buffer_size_per_env=5 is smaller than algo.learning_starts=10"),
@@ -43,7 +39,7 @@ def test_a_combination_train_refuses_is_refused_here_too():
         assert result.returncode == 2 and result.stdout == "" and len(lines) == 1 and text in lines[0], result.stderr
 
 
-def test_another_algorithms_setting_is_named_as_such():
+def test_another_algorithms_setting_is_named_as_such(config):
     result = config("--algo", "flashsac", "--task", "g1_walk_flat", "algo.critic_reduction=mean")
     lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert result.returncode == 2 and lines == [
@@ -54,7 +50,7 @@ def test_another_algorithms_setting_is_named_as_such():
     assert typo.returncode == 2 and "a setting of --algo" not in typo.stderr  # a misspelling: the usual message
 
 
-def test_a_boolean_for_a_float_setting_is_one_error_line():
+def test_a_boolean_for_a_float_setting_is_one_error_line(config):
     result = config("--algo", "sac", "--task", "g1_walk_flat", "env.rewards.alive=true")
     lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert result.returncode == 2 and result.stdout == "" and lines == [
@@ -63,7 +59,7 @@ def test_a_boolean_for_a_float_setting_is_one_error_line():
 
 
 @pytest.mark.parametrize("device, ok", [("gpu", False), ("cuda0", False), ("cuda:1", True), ("mps", True)])
-def test_a_device_name_torch_does_not_know_is_refused_by_config_as_by_train(device, ok):
+def test_a_device_name_torch_does_not_know_is_refused_by_config_as_by_train(device, ok, config):
     """``unilab config`` checks the device's spelling (whether the machine has it is train's check)."""
     result = config("--algo", "sac", "--task", "g1_walk_flat", f"training.device={device}")
     if ok:
@@ -75,7 +71,7 @@ def test_a_device_name_torch_does_not_know_is_refused_by_config_as_by_train(devi
         ], result.stderr
 
 
-def test_errors_show_booleans_as_yaml_spells_them():
+def test_errors_show_booleans_as_yaml_spells_them(config):
     for args, line in (
         (["--algo", "flashsac", "--task", "g1_walk_flat", "algo.equivariant_actor=true", "algo.symmetry=false"],
          "error: algo.equivariant_actor=true needs algo.symmetry=true (the env's mirror), got algo.symmetry=false"),
@@ -98,7 +94,7 @@ def test_errors_show_booleans_as_yaml_spells_them():
      "['ang_vel_xy']: to exempt that one, also set env.penalty_curriculum.late=[])",
      ["env.penalty_curriculum.exempt=[ang_vel_xy]", "env.penalty_curriculum.late=[]"]),
 ], ids=["exempt twice", "exempt and late"])
-def test_a_penalty_list_that_does_not_fit_is_one_error_line(bad, line, good):
+def test_a_penalty_list_that_does_not_fit_is_one_error_line(bad, line, good, config):
     result = config("--algo", "sac", "--task", "g1_walk_flat", *bad)
     assert result.returncode == 2 and result.stdout == "", result.stderr
     assert [ln for ln in result.stderr.splitlines() if ln.strip()] == [line], result.stderr
@@ -111,7 +107,7 @@ def test_a_penalty_list_that_does_not_fit_is_one_error_line(bad, line, good):
              "env.penalty_curriculum.min_scale=0.1; expected a scale in [min_scale, 1] = [0.1, 1]"),
     ("1.5", "error: invalid value for env.penalty_curriculum.start: 1.5 (input should be less than or equal to 1)"),
 ], ids=["below min_scale", "above 1"])
-def test_a_penalty_curriculum_start_outside_the_scale_bounds_is_one_error_line(value, line):
+def test_a_penalty_curriculum_start_outside_the_scale_bounds_is_one_error_line(value, line, config):
     result = config("--algo", "sac", "--task", "g1_walk_flat", f"env.penalty_curriculum.start={value}")
     assert result.returncode == 2 and result.stdout == "", result.stderr
     assert [ln for ln in result.stderr.splitlines() if ln.strip()] == [line], result.stderr

@@ -100,7 +100,7 @@ def test_training_counts_diverged_worlds_in_the_summary_and_tensorboard(tmp_path
 
     args = ["train", "--algo", "sac", "--task", "g1_walk_flat", "runtime.mode=sync", "training.num_envs=4",
             "algo.batch_size=16", "algo.learning_starts=2", "algo.buffer_size_per_env=16", "sim.nthread=1",
-            "training.no_play=true", "training.max_iterations=8", "training.log_interval=4",
+            "training.no_play=true", "training.eval_interval=0", "training.max_iterations=8", "training.log_interval=4",
             f"training.log_dir={tmp_path / 'logs'}"]
     result = subprocess.run([sys.executable, "-c", _DIVERGING_CHILD, *args], cwd=tmp_path, capture_output=True,
                             text=True, timeout=240)

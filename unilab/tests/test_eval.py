@@ -24,14 +24,8 @@ from unilab.eval.runner import EvalSession, evaluate
 from unilab.plugins import TASKS
 from unilab.robots import g1
 from unilab.tasks import g1_motion_tracking
-from unilab.train import train
 from unilab.utils.math import quat_from_yaw
 
-TINY = [
-    "training.num_envs=2", "training.max_iterations=2", "algo.batch_size=16", "algo.num_updates=1",
-    "algo.learning_starts=1", "algo.buffer_size_per_env=8", "sim.nthread=1", "training.device=cpu",
-    "training.progress=false", "training.no_play=true",
-]
 THREADS = ("sim.nthread=1",)
 
 
@@ -214,12 +208,11 @@ def test_a_session_evaluates_again_with_the_same_draws_and_the_same_result(tmp_p
 
 # ============================================================================ checkpoints and ONNX
 @pytest.fixture(scope="module")
-def walk_run(tmp_path_factory) -> Path:
+def walk_run(tmp_path_factory, finished_walk_run) -> Path:
     """A real run directory (2 iterations of 2 envs): an untrained policy, and its policy.onnx."""
     from unilab.deploy.export import export
 
-    logs = tmp_path_factory.mktemp("eval") / "logs"
-    run = train("sac", "g1_walk_flat", "mujoco", [*TINY, f"training.log_dir={logs}"], argv=[])
+    run = finished_walk_run(tmp_path_factory.mktemp("eval"))
     export(str(run), num_envs=1, record_steps=5, num_random=64)
     return run
 

@@ -4,9 +4,6 @@ run_summary.json."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,26 +14,18 @@ from unilab.deploy import DEFAULT_ATOL
 from unilab.deploy.export import export, max_abs_diff, read_metadata
 from unilab.deploy.loading import load_run, make_env, make_policy
 from unilab.robots import g1
-from unilab.train import train
 
 onnxruntime = pytest.importorskip("onnxruntime")
 
-UNILAB = str(Path(sys.executable).parent / "unilab")
 OBS_DIM = 103  # g1_walk_flat actor: 99 + the 4 gait-clock columns the SAC owner default turns on
-TINY = [
-    "training.num_envs=2", "training.max_iterations=2", "algo.batch_size=16", "algo.num_updates=1",
-    "algo.learning_starts=1", "algo.buffer_size_per_env=8", "sim.nthread=1", "training.device=cpu",
-    "training.progress=false", "training.no_play=true",
-]
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
+def run_dir(tmp_path_factory, finished_walk_run) -> Path:
     """A real run directory whose last checkpoint holds a non-trivial policy: random mean-head
     weights (training starts them at zero) four times the size 40 laptop iterations reach, in
     the actor and in its moving average, and normalizer statistics far from (0, 1)."""
-    logs = tmp_path_factory.mktemp("export") / "logs"
-    run = train("sac", "g1_walk_flat", "mujoco", [*TINY, f"training.log_dir={logs}"], argv=[])
+    run = finished_walk_run(tmp_path_factory.mktemp("export"))
     path = run / "model_last.pt"
     ckpt = torch.load(path, weights_only=True)
     gen = torch.Generator().manual_seed(0)
@@ -162,11 +151,9 @@ def test_an_earlier_checkpoint_exports_beside_the_final_policy(run_dir, exported
     assert entry["iteration"] == 1 and entry["max_abs_diff"] == result.max_abs_diff
 
 
-def test_export_command_prints_the_difference(run_dir, tmp_path):
+def test_export_command_prints_the_difference(run_dir, tmp_path, unilab_in_process):
     out = tmp_path / "p.onnx"
-    env = dict(os.environ, UNILAB_STRICT_PLUGINS="1")
-    result = subprocess.run([UNILAB, "export", str(run_dir), "-o", str(out)], capture_output=True,
-                            text=True, timeout=180, env=env)
+    result = unilab_in_process("export", str(run_dir), "-o", str(out))
     assert result.returncode == 0, result.stderr
     assert "onnx.checker passed" in result.stdout and "max |onnx - torch| = " in result.stdout
     assert out.exists() and read_metadata(out)["action"]["dim"] == 29

@@ -25,6 +25,8 @@ TINY = [
     "algo.learning_starts=1", "algo.buffer_size_per_env=8", "algo.actor_hidden_dim=32",
     "algo.critic_hidden_dim=32", "sim.nthread=1", "training.device=cpu", "training.progress=false",
     "training.no_play=true",
+    # a checkpoint is all these tests need: one process, no evaluation of the final policy
+    "runtime.mode=sync", "training.eval_interval=0",
 ]
 
 

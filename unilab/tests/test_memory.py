@@ -4,10 +4,6 @@ estimate and what is available; training.allow_large=true starts it anyway."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -61,30 +57,20 @@ def test_the_refusal_names_the_largest_parts_keys_the_estimate_and_what_is_avail
         "algo.batch_size=1000000: this run needs about 67.0 GB of memory on cuda:0 (gradient update 67.0 GB")
 
 
-# `unilab train` in a child process on a "machine" with 50 MB available.
-_SMALL_MACHINE_CHILD = r"""
-import sys
-from unilab import memory
-from unilab.cli import app
-
-memory.available_host_bytes = lambda: 50 * 10**6
-app(sys.argv[1:], prog_name="unilab")
-"""
-
-
 @pytest.mark.parametrize("key, value", [("algo.buffer_size_per_env", 30000), ("algo.batch_size", 2000)])
-def test_a_run_that_does_not_fit_is_refused_before_the_run_directory(tmp_path, key, value):
+def test_a_run_that_does_not_fit_is_refused_before_the_run_directory(tmp_path, monkeypatch, key, value,
+                                                                     unilab_in_process):
+    """`unilab train` (in this process) on a "machine" with 50 MB available."""
+    monkeypatch.setattr(memory, "available_host_bytes", lambda: 50 * 10**6)
     args = ["train", "--algo", "sac", "--task", "g1_walk_flat", "runtime.mode=sync", "training.num_envs=4",
             "algo.learning_starts=1", "training.max_iterations=2", "sim.nthread=1", "training.no_play=true",
             f"training.log_dir={tmp_path / 'logs'}", "algo.batch_size=16", "algo.buffer_size_per_env=16", f"{key}={value}"]
-    run = [sys.executable, "-c", _SMALL_MACHINE_CHILD]
-    result = subprocess.run([*run, *args], cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    result = unilab_in_process(*args, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error: ")]
     assert len(lines) == 1 and lines[0].startswith(f"error: {key}={value}"), result.stderr
     assert "but 50.0 MB is available" in lines[0] and "training.allow_large=true" in lines[0]
     assert "Traceback" not in result.stderr and not list((tmp_path / "logs").glob("*/*/*"))
-    if key == "algo.buffer_size_per_env":  # the override starts it (once is enough: a whole run)
-        allowed = subprocess.run([*run, *args, "training.allow_large=true"], cwd=tmp_path, capture_output=True,
-                                 text=True, timeout=240)
+    if key == "algo.buffer_size_per_env":  # the override starts it (once is enough: a whole run, not evaluated)
+        allowed = unilab_in_process(*args, "training.allow_large=true", "training.eval_interval=0", cwd=tmp_path)
         assert allowed.returncode == 0, allowed.stderr

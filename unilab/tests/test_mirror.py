@@ -241,15 +241,21 @@ SMALL = ["training.num_envs=4", "algo.batch_size=64", "algo.num_updates=1", "alg
          "training.log_interval=1", "training.no_play=true", "algo.symmetry=true"]  # fmt: skip
 
 
-def _train(tmp_path: Path, task: str, *extra: str) -> subprocess.CompletedProcess:
-    cmd = [UNILAB, "train", "--algo", "sac", "--task", task, "--sim", "mujoco", "--preset", "laptop", *SMALL,
-           f"training.log_dir={tmp_path / 'logs'}", *extra]
-    return subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=240)
+@pytest.fixture
+def train_laptop(unilab_in_process):
+    """``train_laptop(tmp_path, task, *extra) -> result``: `unilab train --preset laptop` with :data:`SMALL`,
+    run in this process (an async run still starts its collector process)."""
+    def train(tmp_path: Path, task: str, *extra: str):
+        return unilab_in_process("train", "--algo", "sac", "--task", task, "--sim", "mujoco", "--preset", "laptop",
+                                 *SMALL, f"training.log_dir={tmp_path / 'logs'}", *extra, cwd=tmp_path)
+
+    return train
 
 
 @pytest.mark.parametrize("runtime", ["sync", "async"])
-def test_training_with_symmetry(tmp_path, runtime):
-    result = _train(tmp_path, "g1_walk_flat", f"runtime.mode={runtime}", "training.max_iterations=5", "runtime.block_steps=2")
+def test_training_with_symmetry(train_laptop, tmp_path, runtime):
+    result = train_laptop(tmp_path, "g1_walk_flat", f"runtime.mode={runtime}", "training.max_iterations=5",
+                          "runtime.block_steps=2")
     assert result.returncode == 0, result.stderr[-3000:]
     (run,) = (tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir()
     summary = json.loads((run / "run_summary.json").read_text())
@@ -262,7 +268,7 @@ def test_training_with_symmetry(tmp_path, runtime):
     torch.testing.assert_close(mean[perm] * sign, mean, rtol=0, atol=1e-5)  # symmetric statistics
 
 
-def test_an_equivariant_actor_trains_to_a_policy_that_commutes_with_the_g1_mirror(tmp_path):
+def test_an_equivariant_actor_trains_to_a_policy_that_commutes_with_the_g1_mirror(train_laptop, tmp_path):
     """``algo.equivariant_actor=true`` (async runtime: the collectors act with a copy): the
     checkpoint's deterministic policy maps the mirror image of each observation the G1 env
     produced to the mirror image of the action; a symmetry-only actor does not."""
@@ -270,7 +276,7 @@ def test_an_equivariant_actor_trains_to_a_policy_that_commutes_with_the_g1_mirro
 
     # actor_ema=0 deploys the online actor: after these few updates a moving average would still
     # be near its zero-initialized heads (it is equivariant too: same architecture, averaged weights)
-    result = _train(tmp_path, "g1_walk_flat", "runtime.mode=async", "training.max_iterations=5",
+    result = train_laptop(tmp_path, "g1_walk_flat", "runtime.mode=async", "training.max_iterations=5",
                     "runtime.block_steps=2", "algo.equivariant_actor=true", "algo.actor_ema=0")
     assert result.returncode == 0, result.stderr[-3000:]
     (run,) = (tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir()
@@ -322,8 +328,8 @@ def make_env_mirror_critic(cfg: G1WalkFlatConfig):
         e.close()
 
 
-def test_symmetry_on_a_task_without_a_mirror_is_a_one_line_error(tmp_path):
-    result = _train(tmp_path, "g1_motion_tracking", "training.max_iterations=2")
+def test_symmetry_on_a_task_without_a_mirror_is_a_one_line_error(train_laptop, tmp_path):
+    result = train_laptop(tmp_path, "g1_motion_tracking", "training.max_iterations=2")
     assert result.returncode == 2, result.stderr[-3000:]
     message = result.stderr.strip().splitlines()[-1]
     assert "algo.symmetry=true: task 'g1_motion_tracking' does not support symmetry augmentation" in message

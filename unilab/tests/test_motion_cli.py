@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from unilab.config import owner_config_files
 from unilab.tasks.g1_motion_tracking import DEFAULT_MOTION
@@ -16,16 +18,28 @@ UNILAB = str(Path(sys.executable).parent / "unilab")
 CONFIGS = Path(DEFAULT_MOTION).parent.parent / "configs"
 
 
-def run(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([UNILAB, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+@pytest.fixture
+def run(unilab_in_process):
+    """``run(*args, cwd) -> result``: the ``unilab`` command, run in this process."""
+    return unilab_in_process
 
 
-def test_train_laptop_preset_completes(tmp_path):
-    result = run("train", "--algo", "sac", "--task", "g1_motion_tracking", "--sim", "mujoco",
-                 "--preset", "laptop", "training.max_iterations=5", "training.no_play=true",
-                 "sim.nthread=1", f"training.log_dir={tmp_path / 'logs'}", cwd=tmp_path)  # fmt: skip
+@pytest.fixture(scope="module")
+def laptop_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, list[Path]]:
+    """`unilab train --preset laptop` of g1_motion_tracking for 5 iterations, in a new process as a
+    user runs it: the finished process and the run directories it wrote."""
+    tmp_path = tmp_path_factory.mktemp("motion_laptop")
+    result = subprocess.run([UNILAB, "train", "--algo", "sac", "--task", "g1_motion_tracking", "--sim", "mujoco",
+                             "--preset", "laptop", "training.max_iterations=5", "training.no_play=true",
+                             "sim.nthread=1", f"training.log_dir={tmp_path / 'logs'}"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=240)  # fmt: skip
+    return result, sorted((tmp_path / "logs" / "sac" / "g1_motion_tracking").glob("*"))
+
+
+def test_train_laptop_preset_completes(laptop_run):
+    result, runs = laptop_run
     assert result.returncode == 0, result.stderr
-    (run_dir,) = (tmp_path / "logs" / "sac" / "g1_motion_tracking").iterdir()
+    (run_dir,) = runs
     summary = json.loads((run_dir / "run_summary.json").read_text())
     assert summary["status"] == "normal_completion"
     assert summary["iterations"] == 5 and summary["num_envs"] == 32
@@ -34,12 +48,11 @@ def test_train_laptop_preset_completes(tmp_path):
     assert config["runtime"]["mode"] == "sync"  # the laptop preset over the owner YAML's async
 
 
-def test_eval_plays_the_clip_from_an_exported_policy_alone(tmp_path):
-    result = run("train", "--algo", "sac", "--task", "g1_motion_tracking", "--sim", "mujoco",
-                 "--preset", "laptop", "training.max_iterations=3", "training.num_envs=4", "training.no_play=true",
-                 "sim.nthread=1", f"training.log_dir={tmp_path / 'logs'}", cwd=tmp_path)  # fmt: skip
+def test_eval_plays_the_clip_from_an_exported_policy_alone(laptop_run, run, tmp_path):
+    result, (trained,) = laptop_run  # an untrained policy: 5 iterations, before learning_starts
     assert result.returncode == 0, result.stderr
-    (run_dir,) = (tmp_path / "logs" / "sac" / "g1_motion_tracking").iterdir()
+    run_dir = tmp_path / trained.name
+    shutil.copytree(trained, run_dir)
     assert run("export", str(run_dir), cwd=tmp_path).returncode == 0
     for f in run_dir.glob("model_*.pt"):  # evaluation needs no checkpoint
         f.unlink()
@@ -63,7 +76,7 @@ def test_eval_plays_the_clip_from_an_exported_policy_alone(tmp_path):
     assert json.loads((run_dir / "run_summary.json").read_text())["eval"]["tracking"]["cases"] == r["cases"]
 
 
-def test_bad_motion_file_is_one_error_line(tmp_path):
+def test_bad_motion_file_is_one_error_line(run, tmp_path):
     result = run("train", "--algo", "sac", "--task", "g1_motion_tracking", "training.num_envs=1",
                  f"env.motion.file={tmp_path / 'none.npz'}", f"training.log_dir={tmp_path / 'logs'}",
                  cwd=tmp_path)  # fmt: skip
@@ -81,7 +94,7 @@ def test_owner_yaml_is_read_per_algorithm():
     assert [p.name for p in flash] == ["flashsac_mujoco.yaml", "flashsac_mujoco.laptop.yaml"]
 
 
-def test_inspect_prints_the_clip(tmp_path):
+def test_inspect_prints_the_clip(run, tmp_path):
     result = run("motion", "inspect", str(DEFAULT_MOTION), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     out = result.stdout
@@ -90,7 +103,7 @@ def test_inspect_prints_the_clip(tmp_path):
     assert "joint range violations: 0 outside the hard limits, 0 more outside the soft limits" in out
 
 
-def test_inspect_reports_soft_limit_violations_and_rejects_bad_files(tmp_path):
+def test_inspect_reports_soft_limit_violations_and_rejects_bad_files(run, tmp_path):
     with np.load(DEFAULT_MOTION) as data:
         arrays = {k: data[k].copy() for k in data.files}
     knee = list(arrays["joint_names"]).index("left_knee_joint")
@@ -107,7 +120,7 @@ def test_inspect_reports_soft_limit_violations_and_rejects_bad_files(tmp_path):
     assert "fps.npz" in result.stderr and "key 'fps'" in result.stderr
 
 
-def test_import_writes_a_loadable_clip(tmp_path):
+def test_import_writes_a_loadable_clip(run, tmp_path):
     from unilab.motion import load_motion, write_lafan_csv
 
     rows = np.zeros((31, 36))
@@ -121,7 +134,7 @@ def test_import_writes_a_loadable_clip(tmp_path):
     assert load_motion(tmp_path / "a.npz").num_frames == 51
 
 
-def test_a_wxyz_csv_is_one_error_line_and_imports_with_quat_order(tmp_path):
+def test_a_wxyz_csv_is_one_error_line_and_imports_with_quat_order(run, tmp_path):
     from unilab.motion import load_motion
 
     clip = load_motion(DEFAULT_MOTION)
@@ -141,7 +154,7 @@ def test_a_wxyz_csv_is_one_error_line_and_imports_with_quat_order(tmp_path):
     assert inspected.returncode == 0, inspected.stderr
 
 
-def test_import_out_must_name_an_npz_and_its_folder_is_created(tmp_path):
+def test_import_out_must_name_an_npz_and_its_folder_is_created(run, tmp_path):
     from unilab.motion import load_motion, write_lafan_csv
 
     clip = load_motion(DEFAULT_MOTION)

@@ -3,8 +3,6 @@ and applied commands; an untrained policy, so not walking quality); command scri
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,27 +12,22 @@ from unilab.motion import MotionFormatError, foot_floor_depth, load_motion
 from unilab.motion.record import read_command_script
 from unilab.robots import g1
 
-UNILAB = str(Path(sys.executable).parent / "unilab")
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts" / "motion_commands"
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([UNILAB, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+@pytest.fixture
+def run(unilab_in_process):
+    """``run(*args, cwd) -> result``: the ``unilab`` command, run in this process."""
+    return unilab_in_process
 
 
 @pytest.fixture(scope="module")
-def walk_run(tmp_path_factory) -> Path:
+def walk_run(tmp_path_factory, finished_walk_run) -> Path:
     """A 2-iteration g1_walk_flat run (an untrained policy that stands for a second or so)."""
-    tmp = tmp_path_factory.mktemp("walk")
-    result = run("train", "--algo", "sac", "--task", "g1_walk_flat", "--preset", "laptop", "training.max_iterations=2",
-                 "training.num_envs=4", "training.no_play=true", "sim.nthread=1", f"training.log_dir={tmp / 'logs'}",
-                 cwd=tmp)  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    (run_dir,) = (tmp / "logs" / "sac" / "g1_walk_flat").iterdir()
-    return run_dir
+    return finished_walk_run(tmp_path_factory.mktemp("walk"))
 
 
-def test_record_writes_a_clip_with_the_scripted_commands(walk_run, tmp_path):
+def test_record_writes_a_clip_with_the_scripted_commands(walk_run, run, tmp_path):
     (tmp_path / "cmd.csv").write_text("duration,vx,vy,yaw_rate\n0.3,0,0,0\n0.3,0.5,0,0\n0.2,0,-0.2,0.8\n")
     result = run("motion", "record", str(walk_run), "--commands", str(tmp_path / "cmd.csv"), "--settle", "0.2",
                  "--out", str(tmp_path / "rec.npz"), cwd=tmp_path)  # fmt: skip
@@ -61,7 +54,7 @@ def test_record_writes_a_clip_with_the_scripted_commands(walk_run, tmp_path):
     assert foot_floor_depth(qpos).max() < 1e-6
 
 
-def test_record_refuses_bad_input_with_one_line(walk_run, tmp_path):
+def test_record_refuses_bad_input_with_one_line(walk_run, run, tmp_path):
     (tmp_path / "bad.yaml").write_text("segments:\n  - {duration: 1.0}\n  - {duration: -1, vx: 0.5}\n")
     result = run("motion", "record", str(walk_run), "--commands", str(tmp_path / "bad.yaml"),
                  "--out", str(tmp_path / "x.npz"), cwd=tmp_path)  # fmt: skip

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +14,6 @@ from unilab.deploy import after_training, video
 from unilab.deploy.play import play
 from unilab.train import UserError, train
 
-UNILAB = str(Path(sys.executable).parent / "unilab")
 TINY = [
     "training.num_envs=2", "training.max_iterations=2", "algo.batch_size=16", "algo.num_updates=1",
     "algo.learning_starts=1", "algo.buffer_size_per_env=8", "sim.nthread=1", "training.device=cpu",
@@ -26,10 +22,9 @@ TINY = [
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
+def run_dir(tmp_path_factory, finished_walk_run) -> Path:
     """A real run directory: 2 iterations of 2 envs, without the play + export at its end."""
-    logs = tmp_path_factory.mktemp("play") / "logs"
-    return train("sac", "g1_walk_flat", "mujoco", [*TINY, f"training.log_dir={logs}", "training.no_play=true"], argv=[])
+    return finished_walk_run(tmp_path_factory.mktemp("play"))
 
 
 def summary(run: Path) -> dict:
@@ -147,7 +142,9 @@ def test_no_offscreen_gl_is_one_clear_message_and_the_numbers_stand(run_dir, no_
 
 
 def test_training_without_gl_completes_and_records_the_play_error(tmp_path, no_gl):
-    run = train("sac", "g1_walk_flat", "mujoco", [*TINY, f"training.log_dir={tmp_path}"], argv=[])
+    # the evaluation that also ends a completed run is test_train's (eval_interval=0: not here)
+    run = train("sac", "g1_walk_flat", "mujoco", [*TINY, "training.eval_interval=0", f"training.log_dir={tmp_path}"],
+                argv=[])
     s = summary(run)
     assert s["status"] == "normal_completion"
     assert "no offscreen OpenGL" in s["play"]["error"] and s["video"] is None
@@ -203,11 +200,6 @@ def test_an_earlier_checkpoint_is_recorded_beside_the_final_play(run_dir, no_gl)
     assert not is_final_checkpoint(run_dir, run_dir / "model_1.pt")
 
 
-def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, UNILAB_STRICT_PLUGINS="1")
-    return subprocess.run([UNILAB, *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
-
-
 @pytest.mark.parametrize(
     "args, expected",
     [
@@ -225,9 +217,9 @@ def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     ids=["play-run", "play-checkpoint", "export-latest", "export-checkpoint", "play-num-envs",
          "play-width", "play-override-value", "play-override-key", "export-atol"],
 )
-def test_missing_run_or_checkpoint_is_one_line_exit_2(run_dir, tmp_path, args, expected):
+def test_missing_run_or_checkpoint_is_one_line_exit_2(run_dir, tmp_path, args, expected, unilab_in_process):
     subst = {"missing": str(tmp_path / "nope"), "run": str(run_dir)}
-    result = run_cli(*(a.format(**subst) for a in args), cwd=tmp_path)
+    result = unilab_in_process(*(a.format(**subst) for a in args), cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr

@@ -342,7 +342,8 @@ def test_run_config_records_the_robot_plugin_and_play_names_it_once_uninstalled(
     result = cli(tmp_path, "train", "--algo", "sac", "--task", "g1_walk_flat", "robot.name=g1_copy",
                  "training.num_envs=2", "training.max_iterations=2", "algo.batch_size=16", "algo.learning_starts=1",
                  "algo.num_updates=1", "algo.buffer_size_per_env=32", "sim.nthread=1", "training.device=cpu",
-                 "training.no_play=true", "training.progress=false", f"training.log_dir={tmp_path / 'logs'}")
+                 "training.no_play=true", "training.eval_interval=0", "training.progress=false",
+                 f"training.log_dir={tmp_path / 'logs'}")
     assert result.returncode == 0, result.stderr
     (run_dir,) = (tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir()
     plugins = json.loads((run_dir / "run_config.json").read_text())["plugins"]

@@ -33,14 +33,19 @@ ARGS = [
 ]
 
 
-def run(tmp_path: Path, name: str) -> dict:
-    log_dir = tmp_path / name
+def start(tmp_path: Path, name: str) -> subprocess.Popen:
+    """`unilab train` with :data:`ARGS` logging under ``tmp_path / name``, started in a new process."""
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")  # same torch thread count
     cmd = [UNILAB, "train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco", *ARGS,
-           f"training.log_dir={log_dir}"]  # fmt: skip
-    result = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    (run_dir,) = list((log_dir / "sac" / "g1_walk_flat").iterdir())
+           f"training.log_dir={tmp_path / name}"]  # fmt: skip
+    return subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def scalars(proc: subprocess.Popen, tmp_path: Path, name: str) -> dict:
+    """The logged scalars of the run ``proc`` writes under ``tmp_path / name``, once it ends."""
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr[-3000:]
+    (run_dir,) = list((tmp_path / name / "sac" / "g1_walk_flat").iterdir())
     return {
         tag: [(step, value) for step, _, value in points]
         for tag, points in read_scalars(run_dir).items()
@@ -49,7 +54,14 @@ def run(tmp_path: Path, name: str) -> dict:
 
 
 def test_two_seeded_cpu_runs_log_identical_first_iterations(tmp_path):
-    first, second = run(tmp_path, "a"), run(tmp_path, "b")
+    procs = {name: start(tmp_path, name) for name in ("a", "b")}  # side by side: independent processes
+    try:
+        first, second = (scalars(proc, tmp_path, name) for name, proc in procs.items())
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
     assert first.keys() == second.keys()
     for tag in ("Train/mean_reward", "Episode_Reward/track_linear_velocity", "Loss/critic"):
         assert tag in first, sorted(first)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,6 @@ from unilab.run_hooks import RunDirHooks
 from unilab.tasks.g1_walk_flat import G1WalkFlatConfig
 from unilab_rl.runner import LearnSummary
 
-UNILAB = str(Path(sys.executable).parent / "unilab")
 SMALL = [
     "training.num_envs=4",
     "algo.batch_size=64",
@@ -45,14 +42,15 @@ SMALL = [
 SCALE = "Curriculum/penalty_scale"
 
 
-def _train(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
-    cmd = [UNILAB, "train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco", *SMALL,
-           f"training.log_dir={tmp_path / 'logs'}", *extra]
-    return subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=240)
+def _train(unilab_in_process, tmp_path: Path, *extra: str):
+    """`unilab train` with :data:`SMALL`, run in this process (an async run still starts its collector
+    process), without evaluating the final policy (test_train checks that)."""
+    return unilab_in_process("train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco", *SMALL,
+                             "training.eval_interval=0", f"training.log_dir={tmp_path / 'logs'}", *extra, cwd=tmp_path)
 
 
-def test_a_checkpoint_records_the_scale_and_a_resumed_async_run_starts_there(tmp_path):
-    first = _train(tmp_path, "runtime.mode=sync", "training.max_iterations=11")
+def test_a_checkpoint_records_the_scale_and_a_resumed_async_run_starts_there(tmp_path, unilab_in_process):
+    first = _train(unilab_in_process, tmp_path, "runtime.mode=sync", "training.max_iterations=11")
     assert first.returncode == 0, first.stderr
     (first_run,) = list((tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir())
     logged = [value for _, _, value in read_scalars(first_run)[SCALE]]
@@ -60,7 +58,8 @@ def test_a_checkpoint_records_the_scale_and_a_resumed_async_run_starts_there(tmp
     saved = torch.load(first_run / "model_last.pt", weights_only=True)  # as play and resume read it
     assert saved["curriculum"] == {SCALE: pytest.approx(0.3)}
 
-    second = _train(tmp_path, "runtime.mode=async", "training.max_iterations=22", "training.resume=latest")
+    second = _train(unilab_in_process, tmp_path, "runtime.mode=async", "training.max_iterations=22",
+                    "training.resume=latest")
     assert second.returncode == 0, second.stderr
     assert ("penalty curriculum resumed at 0.3, the checkpoint's last Curriculum/penalty_scale "
             "(env.penalty_curriculum.start=0.3)") in second.stderr.splitlines()

@@ -268,7 +268,7 @@ def test_friction_randomization_reaches_the_unnamed_foot_geoms(meshed):
 
 # ---------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize("case", ["missing_joint", "no_file", "not_xml", "directory", "missing_mesh"])
-def test_bad_robot_file_is_one_error_line(meshed, tmp_path, case):
+def test_bad_robot_file_is_one_error_line(meshed, tmp_path, case, unilab_in_process):
     if case == "missing_joint":
         path = _edited(meshed, tmp_path, "left_knee_joint", "knee_l", -1)  # the joint and its actuator
         expected = [f"{path} has no joint 'left_knee_joint'", "which robot 'g1' needs"]
@@ -291,8 +291,8 @@ def test_bad_robot_file_is_one_error_line(meshed, tmp_path, case):
                     f"'{folder / 'assets' / 'left_knee_link.STL'}' (meshdir 'assets' of the model"]
     work = tmp_path / "work"
     work.mkdir()
-    result = cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, f"robot.mjcf={path}",
-                 f"training.log_dir={work / 'logs'}", cwd=work)
+    result = unilab_in_process("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, f"robot.mjcf={path}",
+                               f"training.log_dir={work / 'logs'}", cwd=work)
     assert result.returncode == 2, result.stdout + result.stderr
     lines = [ln for ln in result.stderr.splitlines() if ln.strip() and not ln.startswith("WARNING")]
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
@@ -343,16 +343,16 @@ def test_a_missing_asset_is_named_where_mujoco_looks_for_it(meshed, tmp_path, mo
         build_scene(G1, mjcf=scene)
 
 
-def test_an_empty_robot_mjcf_is_the_robots_own_model(tmp_path):
-    result = cli("config", "--algo", "sac", "--task", "g1_walk_flat", "robot.mjcf=", cwd=tmp_path)
+def test_an_empty_robot_mjcf_is_the_robots_own_model(tmp_path, unilab_in_process):
+    result = unilab_in_process("config", "--algo", "sac", "--task", "g1_walk_flat", "robot.mjcf=", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"^robot:\n(  .*\n)*  mjcf: null$", result.stdout, re.M), result.stdout
     assert build_scene(G1, mjcf="").report.source == "built-in"
 
 
-def test_an_unknown_robot_name_is_one_error_line(tmp_path):
-    result = cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, "robot.name=h1",
-                 f"training.log_dir={tmp_path / 'logs'}", cwd=tmp_path)
+def test_an_unknown_robot_name_is_one_error_line(tmp_path, unilab_in_process):
+    result = unilab_in_process("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, "robot.name=h1",
+                               f"training.log_dir={tmp_path / 'logs'}", cwd=tmp_path)
     assert result.returncode == 2
     lines = [ln for ln in result.stderr.splitlines() if ln.strip() and not ln.startswith("WARNING")]
     assert len(lines) == 1 and "robot.name: unknown robot 'h1'; valid choices: g1" in lines[0], result.stderr
@@ -404,15 +404,17 @@ def test_train_play_export_from_other_directories(meshed, tmp_path, actuators, k
         assert all(change[:60] in command.stderr for change in changes), command.stderr
 
 
-def test_a_moved_model_file_is_named_at_its_new_path(meshed, tmp_path):
+def test_a_moved_model_file_is_named_at_its_new_path(meshed, tmp_path, unilab_in_process):
     """After training on a file that then moved, play, eval and export say what to do; eval and
     export take robot.mjcf=FILE (and nothing else) and record the file they used."""
     from unilab.deploy.export import read_metadata
 
+    cli = unilab_in_process  # what these commands print and write; the runtime of the run plays no part
     old, new = tmp_path / "old", tmp_path / "new"
     shutil.copytree(meshed.parent, old)
     result = cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, f"robot.mjcf={old / 'scene.xml'}",
-                 "training.no_play=true", "training.log_dir=logs", cwd=tmp_path)
+                 "runtime.mode=sync", "training.eval_interval=0", "training.no_play=true", "training.log_dir=logs",
+                 cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     (run_dir,) = (tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir()
     old.rename(new)
@@ -689,8 +691,8 @@ def test_project_feet_refuse_a_sole_friction_that_is_not_positive():
     assert robot.problems() == ["sole_friction must be a positive number or None, got -0.5"]
 
 
-def test_robot_feet_is_one_error_line_when_bad(tmp_path):
-    result = cli("config", "--algo", "sac", "--task", "g1_walk_flat", "robot.feet=boxes", cwd=tmp_path)
+def test_robot_feet_is_one_error_line_when_bad(tmp_path, unilab_in_process):
+    result = unilab_in_process("config", "--algo", "sac", "--task", "g1_walk_flat", "robot.feet=boxes", cwd=tmp_path)
     assert result.returncode == 2
     (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert line.startswith("error: ") and "robot.feet" in line and "boxes" in line

@@ -42,7 +42,8 @@ def only_run_dir(tmp_path: Path) -> Path:
 
 
 def test_short_training_run_writes_a_complete_run_directory(tmp_path):
-    result = train(tmp_path, "training.max_iterations=6", "training.checkpoint_interval=3")
+    # no evaluation of the final policy: test_a_completed_run_evaluates_its_final_policy checks it
+    result = train(tmp_path, "training.max_iterations=6", "training.checkpoint_interval=3", "training.eval_interval=0")
     assert result.returncode == 0, result.stderr
     run = only_run_dir(tmp_path)
     summary = json.loads((run / "run_summary.json").read_text())
@@ -66,6 +67,25 @@ def test_short_training_run_writes_a_complete_run_directory(tmp_path):
     lines = [ln for ln in result.stdout.splitlines() if ln.startswith("train ")]
     assert lines[0].startswith("train 1/6 (16%): ") and lines[-1].startswith("train 6/6 (100%): ")
     assert "env steps/s, mean reward " in lines[-1] and "mean episode length " in lines[-1]
+
+
+def test_a_completed_run_evaluates_its_final_policy(finished_walk_run, tmp_path):
+    """With evaluation during training on (the owner settings' training.eval_interval=250), a run
+    that completes evaluates its final policy with the task's suite in a background process, even
+    before the first interval: run_summary.json and TensorBoard record that evaluation."""
+    from unilab.plots import read_scalars
+
+    run = finished_walk_run(tmp_path)  # 2 iterations
+    summary = json.loads((run / "run_summary.json").read_text())
+    assert summary["status"] == "normal_completion"
+    during = summary["eval_during_training"]
+    assert during["interval"] == 250 and during["error"] is None and during["evals"] == 1
+    (entry,) = during["history"]
+    assert entry["iteration"] == 2 and entry["env_steps"] == 4
+    last = during["last"]
+    assert last["suite"] == "walking" and last["policy"]["kind"] == "training" and last["policy"]["iteration"] == 2
+    assert len(last["cases"]) == 15 and last["headline"] == entry["headline"]
+    assert [(step, value) for step, _, value in read_scalars(run)["Eval/headline"]] == [(2, entry["headline"])]
 
 
 def test_progress_lines_when_stdout_is_not_a_terminal():

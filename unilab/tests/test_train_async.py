@@ -1,5 +1,6 @@
 """`unilab train` with runtime.mode=async: SIGINT/SIGTERM and a killed collector end with a
-checkpoint, a truthful run_summary.json and no process left; training.resume continues a run."""
+checkpoint, a truthful run_summary.json and no process left (a real `unilab` process each);
+training.resume continues a run."""
 
 from __future__ import annotations
 
@@ -30,9 +31,13 @@ SMALL = [
 ]
 
 
-def _cmd(tmp_path: Path, *extra: str) -> list[str]:
-    return [UNILAB, "train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco", *SMALL,
+def _args(tmp_path: Path, *extra: str) -> list[str]:
+    return ["train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco", *SMALL,
             f"training.log_dir={tmp_path / 'logs'}", *extra]
+
+
+def _cmd(tmp_path: Path, *extra: str) -> list[str]:
+    return [UNILAB, *_args(tmp_path, *extra)]
 
 
 def _children(pid: int) -> list[int]:
@@ -140,16 +145,18 @@ def test_a_killed_collector_fails_the_run_with_a_checkpoint(tmp_path):
     _no_process_left(proc.pid)
 
 
-def test_resume_continues_from_the_saved_iteration(tmp_path):
-    first = subprocess.run(_cmd(tmp_path, "training.max_iterations=4", "algo.actor_update_period=1"), cwd=tmp_path, capture_output=True, text=True,
-                           timeout=120)
+def test_resume_continues_from_the_saved_iteration(tmp_path, unilab_in_process):
+    """Both runs in this process (the async one still starts its collector process); neither
+    evaluates its final policy (test_train checks that)."""
+    first = unilab_in_process(*_args(tmp_path, "training.max_iterations=4", "algo.actor_update_period=1",
+                                     "training.eval_interval=0"), cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     (first_run,) = list((tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir())
     saved = torch.load(first_run / "model_last.pt", weights_only=False)
 
-    second = subprocess.run(_cmd(tmp_path, "training.max_iterations=7", "training.resume=latest", "runtime.mode=async",
-                                 "algo.actor_update_period=1"),
-                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    second = unilab_in_process(*_args(tmp_path, "training.max_iterations=7", "training.resume=latest",
+                                      "runtime.mode=async", "algo.actor_update_period=1", "training.eval_interval=0"),
+                               cwd=tmp_path)
     assert second.returncode == 0, second.stderr
     (second_run,) = [p for p in (tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir() if p != first_run]
     summary = json.loads((second_run / "run_summary.json").read_text())
@@ -163,13 +170,11 @@ def test_resume_continues_from_the_saved_iteration(tmp_path):
     assert resumed["agent"]["actor_optimizer"]["state"][0]["step"] > saved["agent"]["actor_optimizer"]["state"][0]["step"]
 
 
-def test_resume_problems_are_one_line_errors_before_any_run(tmp_path):
+def test_resume_problems_are_one_line_errors_before_any_run(tmp_path, unilab_in_process):
     done = tmp_path / "done.pt"
     torch.save({"algo": "sac", "task": "g1_walk_flat", "iteration": 7, "agent": {"iteration": 7}}, done)
-    again = subprocess.run(_cmd(tmp_path, "training.max_iterations=7", f"training.resume={done}"),
-                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    again = unilab_in_process(*_args(tmp_path, "training.max_iterations=7", f"training.resume={done}"), cwd=tmp_path)
     assert again.returncode == 2 and "raise training.max_iterations" in again.stderr
-    missing = subprocess.run(_cmd(tmp_path, f"training.resume={tmp_path / 'nope'}"), cwd=tmp_path,
-                             capture_output=True, text=True, timeout=120)
+    missing = unilab_in_process(*_args(tmp_path, f"training.resume={tmp_path / 'nope'}"), cwd=tmp_path)
     assert missing.returncode == 2 and "no such checkpoint" in missing.stderr
     assert not (tmp_path / "logs" / "sac").exists()

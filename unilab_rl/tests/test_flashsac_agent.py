@@ -293,7 +293,8 @@ def test_flashsac_learns_the_point_task(make_env, evaluate):
     """A few thousand env steps take the policy more than halfway from its initial return to a
     hand-written controller's, for at least two of three seeds (about 10-20 s each on one loaded
     core). One seed in about six falls short at this budget, with or without a change; a majority of
-    three keeps the test about the algorithm, not one seed's luck."""
+    three keeps the test about the algorithm, not one seed's luck. The third seed runs only when
+    the first two disagree: otherwise the majority is already decided."""
     fractions = []
     for seed in (0, 1, 2):
         torch.manual_seed(seed)
@@ -312,7 +313,9 @@ def test_flashsac_learns_the_point_task(make_env, evaluate):
         assert summary.env_steps == 4800
         baseline = max(initial, random)
         fractions.append((evaluate(policy) - baseline) / (best - baseline))
-    assert sorted(fractions)[1] > 0.5, fractions
+        if len(fractions) == 2 and (fractions[0] > 0.5) == (fractions[1] > 0.5):
+            break
+    assert sum(f > 0.5 for f in fractions) >= 2, fractions
 
 
 def test_config_is_copied(make_env):
