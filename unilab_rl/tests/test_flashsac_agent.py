@@ -10,7 +10,7 @@ import torch
 
 from unilab_rl import FlashSAC, FlashSACConfig, OffPolicyRunner
 from unilab_rl.algorithms.flashsac.agent import resolve_compile_mode
-from unilab_rl.algorithms.flashsac.networks import UnitLinear
+from unilab_rl.algorithms.flashsac.networks import MLPActor, UnitLinear
 from unilab_rl.runtime import RuntimeConfig
 from unilab_rl.testing import fill_random, make_learner
 
@@ -278,6 +278,75 @@ def test_mlp_critic_state_dict_round_trip_and_kind_mismatch(make_env, tmp_path):
         other.load_state_dict(categorical_state)
 
 
+def test_actor_kind_is_checked():
+    assert (FlashSACConfig().actor, FlashSACConfig().actor_mlp_hidden) == ("residual", (512, 256, 128))
+    with pytest.raises(ValueError, match=r"FlashSACConfig.actor must be 'residual' or 'mlp', got 'flash'"):
+        FlashSACConfig(actor="flash")
+    with pytest.raises(ValueError, match=r"FlashSACConfig.actor_mlp_hidden must be a non-empty tuple"):
+        FlashSACConfig(actor="mlp", actor_mlp_hidden=(16, 0))
+
+
+MLP_ACTOR = dict(actor="mlp", actor_mlp_hidden=(32, 32))
+
+
+def test_mlp_actor_starts_centred_climbs_the_critic_and_is_not_projected(make_env):
+    """actor="mlp": SAC's zero-initialized heads put the first deterministic action at the box's
+    centre; actor steps against a fixed critic raise that critic's value of the actor's actions;
+    the learner never projects the actor (its input batch norm leaves the radius-sqrt(d) sphere)."""
+    from unilab_rl.algorithms.flashsac import update as fu
+
+    torch.manual_seed(0)
+    env = make_env(num_envs=8)
+    agent = make_flashsac(env, **MLP_ACTOR, **MLP, buffer_size_per_env=4, batch_size=32, lr=1e-3, lr_end=1e-3)
+    assert isinstance(agent.actor, MLPActor)
+    centre = (env.action_low + env.action_high) / 2
+    torch.testing.assert_close(agent.act(torch.randn(5, 1), deterministic=True), centre.expand(5, 1))
+    fill_random(agent, env, 4)
+    obs_a, obs_c = agent.replay.obs["actor"][:32], agent.replay.obs["critic"][:32]
+    for _ in range(20):  # a critic that prefers some actions: updates on the random data
+        agent.update()
+    critic_before = [p.clone() for p in agent.critic.parameters()]
+
+    def value() -> float:
+        with torch.no_grad():
+            return float(agent.critic(obs_c, agent.actor.deterministic_action(obs_a), training=False)[0].min(0).values.mean())
+
+    before = value()
+    for _ in range(50):  # actor-only steps, the temperature's gradient ignored
+        loss, _, _ = fu.actor_objective(agent.actor, agent.critic, agent.log_temperature, obs_a, obs_a, obs_c,
+                                        agent.target_entropy)
+        fu.apply_gradients(loss, agent.actor_optimizer)
+    assert value() > before + 1e-3, (before, value())
+    assert all(torch.equal(a, b) for a, b in zip(critic_before, agent.critic.parameters()))
+    bn = agent.actor.input_norm
+    radius = float(torch.sqrt(bn.weight.detach().square().sum() + bn.bias.detach().square().sum()))
+    assert abs(radius - math.sqrt(bn.weight.numel())) > 1e-5, radius
+
+
+def test_mlp_actor_state_dict_round_trip_and_kind_mismatch(make_env, tmp_path):
+    env = make_env(num_envs=8)
+    agent = make_flashsac(env, **MLP_ACTOR)
+    OffPolicyRunner(env, agent).learn(4)
+    torch.save(agent.state_dict(), tmp_path / "mlp_actor.pt")
+    state = torch.load(tmp_path / "mlp_actor.pt", weights_only=True)
+    assert (state["actor_kind"], state["critic_kind"]) == ("mlp", "categorical")
+    other = make_flashsac(make_env(num_envs=2), **MLP_ACTOR)
+    other.load_state_dict(state)
+    obs = torch.randn(5, 1)
+    torch.testing.assert_close(other.act(obs, deterministic=True), agent.act(obs, deterministic=True))
+    residual = make_flashsac(make_env(num_envs=2))
+    actor_before = [p.clone() for p in residual.actor.parameters()]
+    with pytest.raises(ValueError, match=r"checkpoint's FlashSAC actor is 'mlp' but FlashSACConfig.actor is "
+                                         r"'residual': build the learner with algo.actor=mlp"):
+        residual.load_state_dict(state)
+    assert all(torch.equal(a, b) for a, b in zip(actor_before, residual.actor.parameters()))
+    residual_state = residual.state_dict()
+    del residual_state["actor_kind"]  # a checkpoint from before the kind was recorded: a residual actor
+    with pytest.raises(ValueError, match=r"actor is 'residual' but FlashSACConfig.actor is 'mlp'"):
+        other.load_state_dict(residual_state)
+    residual.load_state_dict(residual_state)
+
+
 def test_truncation_ends_the_running_return(make_env):
     env = make_env(num_envs=4, max_episode_length=3)
     env.REACH = -1.0  # never terminates: episodes end by time-out only
@@ -481,13 +550,15 @@ def test_cuda_graph_replays_take_the_eager_steps(make_env, mixed_precision):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
+@pytest.mark.parametrize("actor", ["residual", "mlp"])
 @pytest.mark.parametrize("mixed_precision", [False, True])
-def test_cuda_graph_replays_take_the_eager_steps_with_the_mlp_critic(make_env, mixed_precision):
+def test_cuda_graph_replays_take_the_eager_steps_with_the_mlp_critic(make_env, mixed_precision, actor):
     """test_cuda_graph_replays_take_the_eager_steps with critic="mlp": the captured scalar critic
     step (no reward scaling, no critic projection) takes the eager steps, with the same
-    tolerances."""
+    tolerances; with actor="mlp" too (no projection at all)."""
     rel, atol, log_atol = (1e-2, 1e-3, 1e-3) if mixed_precision else (1e-4, 1e-5, 5e-5)
-    settings = dict(device="cuda", mixed_precision=mixed_precision, critic="mlp", critic_mlp_hidden=(32, 32))
+    settings = dict(device="cuda", mixed_precision=mixed_precision, critic="mlp", critic_mlp_hidden=(32, 32),
+                    actor=actor, actor_mlp_hidden=(32, 32))
     graphed, logs_g, weights_g = _twin_run(make_env, cuda_graph=True, **settings)
     eager, logs_e, weights_e = _twin_run(make_env, cuda_graph=False, **settings)
     assert graphed.cuda_graphs and not eager.cuda_graphs and graphed.reward_scaler is None

@@ -11,7 +11,7 @@ import torch
 
 from unilab_rl import AsyncOffPolicyRunner, FlashSAC, FlashSACConfig, OffPolicyRunner
 from unilab_rl.algorithms.sac import SACConfig
-from unilab_rl.algorithms.flashsac.networks import FlashActor
+from unilab_rl.algorithms.flashsac.networks import FlashActor, MLPActor
 from unilab_rl.algorithms.sac.networks import Actor, squashed_gaussian_log_prob
 from unilab_rl.replay import ReplayBuffer, mirror_half
 from unilab_rl.testing import PointEnv, SymmetricPointEnv, fill_random, live_children
@@ -207,8 +207,11 @@ def test_sac_with_an_equivariant_actor_trains_to_a_mirror_equivariant_policy(mak
         assert gap > 1e-4 and not sac.actor.equivariant
 
 
-def _flash_actor(mirror) -> FlashActor:
-    actor = FlashActor(7, *BOX, hidden_dim=16, num_blocks=1, mirror=mirror)
+def _flash_actor(mirror, kind: str = "residual") -> FlashActor | MLPActor:
+    if kind == "mlp":
+        actor = MLPActor(7, *BOX, hidden=(16, 16), mirror=mirror)
+    else:
+        actor = FlashActor(7, *BOX, hidden_dim=16, num_blocks=1, mirror=mirror)
     gen = torch.Generator().manual_seed(0)
     with torch.no_grad():  # weights and batch-norm statistics of a trained actor
         for p in actor.parameters():
@@ -221,13 +224,15 @@ def _flash_actor(mirror) -> FlashActor:
     return actor
 
 
+@pytest.mark.parametrize("kind", ["residual", "mlp"])
 @pytest.mark.parametrize("training", [False, True])
-def test_the_flashsac_equivariant_actor_commutes_with_the_mirror(training) -> None:
+def test_the_flashsac_equivariant_actor_commutes_with_the_mirror(training, kind) -> None:
     """With running statistics (acting, evaluation, export) and with batch statistics (the
-    update), where a batch and its mirror image give the same statistics."""
+    update), where a batch and its mirror image give the same statistics; for FlashSAC's residual
+    actor and for SAC's MLP actor behind the input batch norm (``algo.actor=mlp``)."""
     obs = torch.randn(32, 7, generator=torch.Generator().manual_seed(1))
     mirrored = apply_mirror(obs, OBS_MIRROR)
-    plain, equivariant = _flash_actor(None), _flash_actor((OBS_MIRROR, ACTION_MIRROR))
+    plain, equivariant = _flash_actor(None, kind), _flash_actor((OBS_MIRROR, ACTION_MIRROR), kind)
     assert not plain.equivariant and equivariant.equivariant
     with torch.no_grad():
         gap = (plain(mirrored, training)[0] - apply_mirror(plain(obs, training)[0], ACTION_MIRROR)).abs()
@@ -238,7 +243,8 @@ def test_the_flashsac_equivariant_actor_commutes_with_the_mirror(training) -> No
     torch.testing.assert_close(log_std_m, log_std[:, ACTION_MIRROR[0]], rtol=0, atol=1e-5)
     assert mean.std() > 0.1  # not equivariant by being constant
     with pytest.raises(ValueError, match="action box is not its own mirror image"):
-        FlashActor(7, BOX[0], torch.tensor([1.0, 2.0, 2.0, 0.5]), mirror=(OBS_MIRROR, ACTION_MIRROR))
+        actor_cls = MLPActor if kind == "mlp" else FlashActor
+        actor_cls(7, BOX[0], torch.tensor([1.0, 2.0, 2.0, 0.5]), mirror=(OBS_MIRROR, ACTION_MIRROR))
     with pytest.raises(ValueError, match=r"FlashSACConfig\.equivariant_actor=true needs FlashSACConfig\.symmetry=true"):
         FlashSACConfig(equivariant_actor=True)
 

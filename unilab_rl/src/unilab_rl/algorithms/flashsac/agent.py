@@ -37,6 +37,7 @@ from unilab_rl.algorithms.flashsac.networks import (
     DeterministicPolicy,
     ExplorationPolicy,
     FlashActor,
+    MLPActor,
     MLPCritic,
     WeightProjection,
 )
@@ -88,11 +89,14 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
     by :class:`MLPCritic`, SAC's scalar twin critic behind an input batch norm, trained on raw
     rewards with the squared soft TD error
     (:func:`~unilab_rl.algorithms.flashsac.update.scalar_critic_objective`); then there is no
-    reward scaling and only the actor's weights are projected.
+    reward scaling and only the actor's weights are projected. ``cfg.actor="mlp"`` (the same kind
+    of ablation) replaces the residual actor by :class:`MLPActor`, SAC's actor behind an input
+    batch norm, whose weights are not projected.
 
     Attributes:
-        actor, critic, critic_target: :class:`FlashActor`, :class:`CategoricalCritic` (twin, fused)
-            or, with ``cfg.critic="mlp"``, :class:`MLPCritic`.
+        actor, critic, critic_target: :class:`FlashActor` (:class:`MLPActor` with
+            ``cfg.actor="mlp"``), :class:`CategoricalCritic` (twin, fused) or, with
+            ``cfg.critic="mlp"``, :class:`MLPCritic`.
         log_temperature: () float32 leaf tensor, log alpha.
         target_entropy: float, :func:`~unilab_rl.algorithms.flashsac.update.unified_target_entropy`.
         reward_scaler: :class:`RewardScaler`, or ``None`` when ``cfg.reward_normalization`` is off
@@ -150,10 +154,16 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
         actor_mirror = None
         if cfg.equivariant_actor and self.mirror is not None:
             actor_mirror = (self.mirror.obs[self.actor_group], self.mirror.actions)
-        self.actor = FlashActor(
-            obs_dims[self.actor_group], self.action_low, self.action_high, cfg.actor_hidden_dim,
-            cfg.actor_num_blocks, entropy_units=cfg.entropy_units, mirror=actor_mirror,
-        ).to(self.device)  # fmt: skip
+        actor: FlashActor | MLPActor
+        if cfg.actor == "mlp":
+            actor = MLPActor(obs_dims[self.actor_group], self.action_low, self.action_high, cfg.actor_mlp_hidden,
+                             entropy_units=cfg.entropy_units, mirror=actor_mirror)
+        else:
+            actor = FlashActor(
+                obs_dims[self.actor_group], self.action_low, self.action_high, cfg.actor_hidden_dim,
+                cfg.actor_num_blocks, entropy_units=cfg.entropy_units, mirror=actor_mirror,
+            )  # fmt: skip
+        self.actor = actor.to(self.device)
         critic: CategoricalCritic | MLPCritic
         if cfg.critic == "mlp":
             critic = MLPCritic(obs_dims[self.critic_group], self.num_actions, cfg.critic_mlp_hidden)
@@ -166,8 +176,8 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self._target_params = list(self.critic_target.parameters())
         self._online_params = list(self.critic.parameters())
-        # SAC's MLP critic has no unit-sphere constraint: with it only the actor is projected.
-        self._project_actor = WeightProjection(self.actor)
+        # SAC's MLP networks have no unit-sphere constraint: only FlashSAC's own are projected.
+        self._project_actor = WeightProjection(self.actor) if cfg.actor == "residual" else None
         self._project_critic = WeightProjection(self.critic) if cfg.critic == "categorical" else None
         self._init_actor_average(cfg.actor_ema)
         self.log_temperature = torch.tensor(math.log(cfg.init_temperature), device=self.device, requires_grad=True)
@@ -450,7 +460,7 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
                 torch.compiler.cudagraph_mark_step_begin()
             loss, temp_loss, info = self._actor_objective_fn(batch.obs[a], batch.next_obs[a], batch.obs[c])
             flash_update.apply_gradients(loss + temp_loss, [self.actor_optimizer, self.temperature_optimizer])
-            if cfg.weight_normalization:
+            if cfg.weight_normalization and self._project_actor is not None:
                 self._project_actor()
             self._update_actor_average()
             logs.append(torch.stack([loss.detach(), temp_loss.detach(), info["entropy"],
@@ -521,36 +531,40 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
 
     def _extra_state(self) -> dict[str, Any]:
         """``reward_scaler``: the reward scaling's statistics, or ``None`` when it is off;
-        ``critic_kind``: ``cfg.critic`` (``"categorical"`` or ``"mlp"``).
+        ``critic_kind``: ``cfg.critic`` (``"categorical"`` or ``"mlp"``); ``actor_kind``:
+        ``cfg.actor`` (``"residual"`` or ``"mlp"``).
 
         The checkpoint (:meth:`ActorCriticState.state_dict`) is then ``actor``, ``critic``,
         ``critic_target`` (batch-norm statistics included), ``log_temperature``,
         ``actor_optimizer``, ``critic_optimizer``, ``temperature_optimizer``, ``reward_scaler``,
-        ``critic_kind``, ``iteration``, ``num_critic_updates``, (informative only) ``config`` and,
+        ``critic_kind``, ``actor_kind``, ``iteration``, ``num_critic_updates``, (informative only) ``config`` and,
         with ``cfg.actor_ema > 0``, ``actor_average``; neither the replay buffer nor the per-env
         running returns of the reward scaling.
         """
         return {
             "reward_scaler": None if self.reward_scaler is None else self.reward_scaler.state_dict(),
             "critic_kind": self.cfg.critic,
+            "actor_kind": self.cfg.actor,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore from :meth:`state_dict` (:meth:`ActorCriticState.load_state_dict`), after
-        checking that the checkpoint's critic is of this learner's kind. A checkpoint without a
-        ``critic_kind`` entry is read as holding a categorical critic.
+        checking that the checkpoint's critic and actor are of this learner's kinds. A checkpoint
+        without a ``critic_kind`` (``actor_kind``) entry is read as holding a categorical critic
+        (a residual actor).
 
         Raises:
-            ValueError: the checkpoint's critic kind differs from ``cfg.critic``, naming both and
-                the override that loads it; nothing is loaded then.
+            ValueError: the checkpoint's critic kind differs from ``cfg.critic`` or its actor kind
+                from ``cfg.actor``, naming both and the override that loads it; nothing is loaded then.
             KeyError, RuntimeError: as :meth:`ActorCriticState.load_state_dict`.
         """
-        kind = state.get("critic_kind", "categorical")
-        if kind != self.cfg.critic:
-            raise ValueError(
-                f"the checkpoint's FlashSAC critic is {kind!r} but FlashSACConfig.critic is {self.cfg.critic!r}: "
-                f"build the learner with algo.critic={kind} to load it"
-            )
+        for network, default in (("critic", "categorical"), ("actor", "residual")):
+            kind, own = state.get(f"{network}_kind", default), getattr(self.cfg, network)
+            if kind != own:
+                raise ValueError(
+                    f"the checkpoint's FlashSAC {network} is {kind!r} but FlashSACConfig.{network} is {own!r}: "
+                    f"build the learner with algo.{network}={kind} to load it"
+                )
         super().load_state_dict(state)
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:

@@ -85,6 +85,29 @@ class FlashSACConfig:
     SiLU`` (:attr:`unilab_rl.algorithms.sac.SACConfig.critic_hidden`'s default, FastSAC's
     768-384-192). Unused with the categorical critic."""
 
+    # -- Actor kind -------------------------------------------------------------------------
+    actor: Literal["residual", "mlp"] = "residual"
+    """Which actor the learner trains.
+
+    * ``"residual"`` (default, the paper's): the tanh-Gaussian policy on a FlashSAC trunk
+      (:class:`~unilab_rl.algorithms.flashsac.networks.FlashActor`: input batch norm, inverted
+      residual blocks of width :attr:`actor_hidden_dim`, weights projected onto the unit sphere).
+    * ``"mlp"``: SAC's actor instead
+      (:class:`~unilab_rl.algorithms.flashsac.networks.MLPActor`): an input batch norm on the raw
+      observation, then ``Linear -> LayerNorm -> SiLU`` of widths :attr:`actor_mlp_hidden`,
+      zero-initialized mean and log-std heads, pre-tanh log std in [-5, 0]
+      (:class:`unilab_rl.algorithms.sac.SAC`'s; FastSAC, arXiv 2512.01996). Not part of the
+      FlashSAC paper: an ablation toward SAC, with everything else (critic, temperature, entropy
+      target, n-step, held noise, optimizers and their schedule) as set. Its weights are never
+      projected (:attr:`weight_normalization` then applies to the categorical critic only);
+      :attr:`actor_hidden_dim` and :attr:`actor_num_blocks` are unused.
+
+    Checkpoints record the kind; loading one into a learner of the other kind raises
+    ``ValueError``."""
+    actor_mlp_hidden: tuple[int, ...] = (512, 256, 128)
+    """Widths of the actor MLP with ``actor="mlp"`` (:attr:`unilab_rl.algorithms.sac.SACConfig.actor_hidden`'s
+    default, FastSAC's 512-256-128). Unused with the residual actor."""
+
     # -- Categorical critic and reward scaling ----------------------------------------------
     num_bins: int = 101
     """Atoms of each categorical critic (paper: 101)."""
@@ -200,7 +223,7 @@ class FlashSACConfig:
 
         Raises:
             ValueError: naming the first field out of range (or ``critic`` not ``"categorical"``
-                or ``"mlp"``) and its value.
+                or ``"mlp"``, ``actor`` not ``"residual"`` or ``"mlp"``) and its value.
         """
         at_least_one = ("buffer_size_per_env", "batch_size", "num_updates", "actor_update_period",
                         "actor_num_blocks", "actor_hidden_dim", "critic_num_blocks", "critic_hidden_dim")
@@ -236,11 +259,12 @@ class FlashSACConfig:
                              "mirror), got FlashSACConfig.symmetry=false")
         if self.critic not in ("categorical", "mlp"):
             raise ValueError(f"FlashSACConfig.critic must be 'categorical' or 'mlp', got {self.critic!r}")
-        if len(self.critic_mlp_hidden) == 0 or any(w < 1 for w in self.critic_mlp_hidden):
-            raise ValueError(
-                "FlashSACConfig.critic_mlp_hidden must be a non-empty tuple of widths >= 1, "
-                f"got {self.critic_mlp_hidden!r}"
-            )
+        if self.actor not in ("residual", "mlp"):
+            raise ValueError(f"FlashSACConfig.actor must be 'residual' or 'mlp', got {self.actor!r}")
+        for name in ("critic_mlp_hidden", "actor_mlp_hidden"):
+            widths = getattr(self, name)
+            if len(widths) == 0 or any(w < 1 for w in widths):
+                raise ValueError(f"FlashSACConfig.{name} must be a non-empty tuple of widths >= 1, got {widths!r}")
         if self.entropy_units not in ("action", "squashed"):
             raise ValueError(
                 f"FlashSACConfig.entropy_units must be 'action' or 'squashed', got {self.entropy_units!r}"

@@ -13,7 +13,7 @@ Architecture (arXiv 2604.04539; the official ``Holiday-Robot/FlashSAC`` at 87edc
 - critic: two critics evaluated as one batched network, each ending in 101 logits over a fixed
   support; Q is the expectation over the atoms (:class:`CategoricalCritic`). Not in the paper,
   an ablation toward SAC: :class:`MLPCritic`, SAC's scalar twin MLP critic behind the same input
-  batch norm;
+  batch norm; likewise :class:`MLPActor`, SAC's MLP actor behind an input batch norm;
 - parameters: orthogonal init, then projected: each weight row onto the unit sphere, each norm
   layer's scale (and shift) onto the sphere of radius sqrt(d) (:meth:`normalize_parameters`).
 
@@ -198,7 +198,41 @@ class Trunk(nn.Module):
         return self.post_norm(x)
 
 
-class FlashActor(nn.Module):
+class _SquashedActor(nn.Module):
+    """What both actors share: the squash onto the box, the reparameterized sample, the held-noise
+    exploration action and the deterministic action. A subclass defines ``forward(obs, training)
+    -> (mean, log_std)`` and sets ``action_centre``, ``action_half_range`` (buffers) and
+    ``entropy_units``."""
+
+    action_centre: torch.Tensor
+    action_half_range: torch.Tensor
+    entropy_units: str
+
+    def squash(self, u: torch.Tensor) -> torch.Tensor:
+        """Pre-tanh values (B, A) -> actions in the box."""
+        return self.action_centre + self.action_half_range * torch.tanh(u)
+
+    def sample(self, obs: torch.Tensor, training: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reparameterized action (B, A) and its log-probability (B,), in nats, in the units named
+        by ``entropy_units``."""
+        mean, log_std = self(obs, training)
+        u = mean + torch.exp(log_std) * torch.randn_like(mean)
+        half_range = self.action_half_range if self.entropy_units == "action" else None
+        return self.squash(u), squashed_gaussian_log_prob(u, mean, log_std, half_range)
+
+    def explore(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        """Exploration action ``squash(mean + std * noise)`` with the given (held) noise (B, A);
+        running statistics (the official code acts with ``training=False``)."""
+        mean, log_std = self(obs, False)
+        return self.squash(mean + torch.exp(log_std) * noise)
+
+    def deterministic_action(self, obs: torch.Tensor) -> torch.Tensor:
+        """Evaluation action ``squash(mean)`` with running statistics, (B, A)."""
+        mean, _ = self(obs, False)
+        return self.squash(mean)
+
+
+class FlashActor(_SquashedActor):
     """Tanh-squashed diagonal Gaussian policy on the env's action box, on a FlashSAC trunk.
 
     Args:
@@ -221,9 +255,6 @@ class FlashActor(nn.Module):
             is not a signed permutation equal to its inverse, or an action box that is not its own
             mirror image.
     """
-
-    action_centre: torch.Tensor
-    action_half_range: torch.Tensor
 
     def __init__(
         self,
@@ -282,28 +313,94 @@ class FlashActor(nn.Module):
         log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (1.0 + torch.tanh(raw))
         return mean, log_std
 
-    def squash(self, u: torch.Tensor) -> torch.Tensor:
-        """Pre-tanh values (B, A) -> actions in the box."""
-        return self.action_centre + self.action_half_range * torch.tanh(u)
 
-    def sample(self, obs: torch.Tensor, training: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """Reparameterized action (B, A) and its log-probability (B,), in nats, in the units named
-        by ``entropy_units``."""
-        mean, log_std = self(obs, training)
-        u = mean + torch.exp(log_std) * torch.randn_like(mean)
-        half_range = self.action_half_range if self.entropy_units == "action" else None
-        return self.squash(u), squashed_gaussian_log_prob(u, mean, log_std, half_range)
+class MLPActor(_SquashedActor):
+    """SAC's tanh-Gaussian MLP actor behind FlashSAC's input batch norm (``FlashSACConfig.actor="mlp"``;
+    not part of the FlashSAC paper).
 
-    def explore(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-        """Exploration action ``squash(mean + std * noise)`` with the given (held) noise (B, A);
-        running statistics (the official code acts with ``training=False``)."""
-        mean, log_std = self(obs, False)
-        return self.squash(mean + torch.exp(log_std) * noise)
+    ``mean, raw = heads(MLP(BN(o)))``: one :class:`UnitBatchNorm` on the raw observation (the
+    observation normalizer, as the first layer of FlashSAC's :class:`Trunk`), then
+    :func:`unilab_rl.algorithms.sac.networks.mlp` (``Linear -> LayerNorm -> SiLU`` per width,
+    PyTorch's default init) and two zero-initialized linear heads, so the first policy is centred
+    in the box, as :class:`unilab_rl.algorithms.sac.networks.Actor` (FastSAC, arXiv 2512.01996);
+    ``log_std = min + (max - min) (1 + tanh(raw)) / 2`` with SAC's bounds [-5, 0] by default. No
+    layer is kept on a sphere: the learner does not project this actor's weights.
 
-    def deterministic_action(self, obs: torch.Tensor) -> torch.Tensor:
-        """Evaluation action ``squash(mean)`` with running statistics, (B, A)."""
-        mean, _ = self(obs, False)
-        return self.squash(mean)
+    Called as :class:`FlashActor` is (``forward(obs, training)``, :meth:`sample`, :meth:`explore`,
+    :meth:`deterministic_action`), so the update's objectives, the collectors and export treat both
+    alike.
+
+    Args:
+        obs_dim: actor observation size (raw).
+        action_low, action_high: (A,) bounds of the env's action box.
+        hidden: MLP widths.
+        momentum: rate of the input batch norm's running statistics.
+        log_std_min, log_std_max: bounds of the pre-tanh log std.
+        entropy_units: as :class:`FlashActor`.
+        mirror: as :class:`FlashActor`: in equivariant mode the observations and their mirror
+            images pass the batch norm and the MLP as one batch of 2B rows, and the Gaussian's
+            parameters are averaged over the pair.
+
+    Raises:
+        ValueError: ``hidden`` empty or a width below 1; as :class:`FlashActor` otherwise.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_low: torch.Tensor,
+        action_high: torch.Tensor,
+        hidden: tuple[int, ...] = (512, 256, 128),
+        momentum: float = 0.01,
+        log_std_min: float = -5.0,
+        log_std_max: float = 0.0,
+        entropy_units: str = "action",
+        mirror: tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]] | None = None,
+    ) -> None:
+        super().__init__()
+        hidden = tuple(hidden)
+        if not hidden or min(hidden) < 1:
+            raise ValueError(f"MLPActor needs widths >= 1, got hidden={hidden!r}")
+        if entropy_units not in ("action", "squashed"):
+            raise ValueError(f"entropy_units must be 'action' or 'squashed', got {entropy_units!r}")
+        self.entropy_units = entropy_units
+        centre, half_range = _box(action_low, action_high)
+        num_actions = centre.shape[0]
+        self.input_norm = UnitBatchNorm(obs_dim, 0, momentum)
+        self.trunk = mlp(obs_dim, hidden)
+        self.mean_head = nn.Linear(hidden[-1], num_actions)
+        self.log_std_head = nn.Linear(hidden[-1], num_actions)
+        for head in (self.mean_head, self.log_std_head):
+            nn.init.zeros_(head.weight)
+            nn.init.zeros_(head.bias)
+        self.log_std_min, self.log_std_max = log_std_min, log_std_max
+        self.register_buffer("action_centre", centre)
+        self.register_buffer("action_half_range", half_range)
+        self.equivariant = mirror is not None
+        if mirror is not None:
+            register_mirror(self, mirror, obs_dim, centre, half_range)
+
+    def forward(self, obs: torch.Tensor, training: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Gaussian parameters before the squash.
+
+        Args:
+            obs: (B, obs_dim) raw observations.
+            training: batch statistics in the input batch norm (and update its running statistics).
+
+        Returns:
+            mean: (B, A); log_std: (B, A) in ``[log_std_min, log_std_max]``; float32. In
+            equivariant mode ``mean(M_o o) = M_a mean(o)`` and ``log_std(M_o o) = log_std(o)[..., perm_a]``.
+        """
+        if self.equivariant:
+            rows = obs.shape[0]
+            h = self.trunk(self.input_norm(torch.cat((obs, mirror_observation(self, obs))), training))
+            means, raws = self.mean_head(h).float(), self.log_std_head(h).float()  # (2B, A) each
+            mean, raw = equivariant_average(self, means[:rows], raws[:rows], means[rows:], raws[rows:])
+        else:
+            h = self.trunk(self.input_norm(obs, training))
+            mean, raw = self.mean_head(h).float(), self.log_std_head(h).float()
+        log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (1.0 + torch.tanh(raw))
+        return mean, log_std
 
 
 class CategoricalCritic(nn.Module):
@@ -425,7 +522,7 @@ class DeterministicPolicy(nn.Module):
     """Deployment policy: raw actor observation -> ``squash(mean)``, batch norms on running
     statistics (the input batch norm is the observation normalizer). Shares the actor's weights."""
 
-    def __init__(self, actor: FlashActor) -> None:
+    def __init__(self, actor: FlashActor | MLPActor) -> None:
         super().__init__()
         self.actor = actor
 
@@ -445,12 +542,12 @@ class ExplorationPolicy(nn.Module):
     the observations' device).
 
     Args:
-        actor: the :class:`FlashActor`.
+        actor: the :class:`FlashActor` or :class:`MLPActor`.
         noise: a :class:`~unilab_rl.algorithms.flashsac.exploration.HeldNoise` (a plain attribute,
             not module state: it is not broadcast).
     """
 
-    def __init__(self, actor: FlashActor, noise) -> None:
+    def __init__(self, actor: FlashActor | MLPActor, noise) -> None:
         super().__init__()
         self.actor = actor
         self.noise = noise
@@ -521,6 +618,6 @@ def normalize_parameters(module: nn.Module) -> None:
 
 
 __all__ = [
-    "CategoricalCritic", "DeterministicPolicy", "ExplorationPolicy", "FlashActor", "InvertedResidualBlock", "MLPCritic",
-    "Trunk", "UnitBatchNorm", "UnitLinear", "UnitRMSNorm", "WeightProjection", "normalize_parameters",
+    "CategoricalCritic", "DeterministicPolicy", "ExplorationPolicy", "FlashActor", "InvertedResidualBlock",
+    "MLPActor", "MLPCritic", "Trunk", "UnitBatchNorm", "UnitLinear", "UnitRMSNorm", "WeightProjection", "normalize_parameters",
 ]

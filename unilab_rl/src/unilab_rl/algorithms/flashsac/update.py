@@ -38,7 +38,7 @@ import math
 
 import torch
 
-from unilab_rl.algorithms.flashsac.networks import CategoricalCritic, FlashActor, MLPCritic
+from unilab_rl.algorithms.flashsac.networks import CategoricalCritic, FlashActor, MLPActor, MLPCritic
 from unilab_rl.algorithms.sac.update import apply_gradients, polyak_update
 
 ema_update = polyak_update
@@ -203,7 +203,7 @@ def cosine_learning_rate(step: int, total_steps: int, lr: float, lr_end: float) 
 
 # ============================================================================ objectives (forward only)
 def critic_objective(
-    actor: FlashActor,
+    actor: FlashActor | MLPActor,
     critic: CategoricalCritic,
     critic_target: CategoricalCritic,
     critic_obs: torch.Tensor,  # (B, Dc)
@@ -241,7 +241,7 @@ def critic_objective(
 
 
 def scalar_critic_objective(
-    actor: FlashActor,
+    actor: FlashActor | MLPActor,
     critic: MLPCritic,
     critic_target: MLPCritic,
     critic_obs: torch.Tensor,  # (B, Dc)
@@ -285,7 +285,7 @@ def scalar_critic_objective(
 
 
 def actor_objective(
-    actor: FlashActor,
+    actor: FlashActor | MLPActor,
     critic: CategoricalCritic | MLPCritic,
     log_temperature: torch.Tensor,  # ()
     actor_obs: torch.Tensor,  # (B, Da)
