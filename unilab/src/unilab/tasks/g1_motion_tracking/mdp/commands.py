@@ -198,7 +198,8 @@ class MotionCommand:
         anchor_pos_w, anchor_quat_w: (N, 3), (N, 4) reference anchor.
         body_pos_relative_w, body_quat_relative_w: (N, B, ·) reference bodies moved onto the
             robot: xy from the robot's anchor, z from the reference anchor, yaw-only rotation
-            (BeyondMimic ``update_relative_body_poses``).
+            (BeyondMimic ``update_relative_body_poses``), from the robot's anchor at the last
+            refresh; computed on first read after each refresh.
     """
 
     def __init__(
@@ -332,18 +333,36 @@ class MotionCommand:
         self.body_ang_vel_w = self.body_ang_vel_ref.index_select(0, t)
         self.anchor_pos_w = self.body_pos_w[:, self.anchor_index]
         self.anchor_quat_w = self.body_quat_w[:, self.anchor_index]
+        # The relative bodies are computed on first read (terminations and rewards read them after
+        # the step's advance; the refresh after a reset is overwritten unread by the next advance),
+        # from the robot's anchor as it is now: the backend refills its state tensors in place.
         robot = self.env.robot
-        robot_anchor_pos = robot.body_pos_w[:, self.anchor_index]
-        robot_anchor_quat = robot.body_quat_w[:, self.anchor_index]
-        b = self.body_pos_w.shape[1]
-        delta_pos = robot_anchor_pos.clone()
-        delta_pos[:, 2] = self.anchor_pos_w[:, 2]
-        delta_ori = yaw_quat(quat_mul(robot_anchor_quat, quat_conjugate(self.anchor_quat_w)))
-        delta_ori_b = delta_ori[:, None].expand(-1, b, -1)
-        self.body_quat_relative_w = quat_mul(delta_ori_b, self.body_quat_w)
-        self.body_pos_relative_w = delta_pos[:, None] + quat_rotate(
-            delta_ori_b, self.body_pos_w - self.anchor_pos_w[:, None]
-        )
+        self._delta_pos = robot.body_pos_w[:, self.anchor_index].clone()
+        self._delta_pos[:, 2] = self.anchor_pos_w[:, 2]
+        self._robot_anchor_quat = robot.body_quat_w[:, self.anchor_index].clone()
+        self._relative: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def _relative_bodies(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """((N, B, 3) positions, m, (N, B, 4) wxyz quaternions) of the reference bodies moved onto
+        the robot's anchor at the last refresh, float32; computed once per refresh."""
+        if self._relative is None:
+            b = self.body_pos_w.shape[1]
+            delta_ori = yaw_quat(quat_mul(self._robot_anchor_quat, quat_conjugate(self.anchor_quat_w)))
+            delta_ori_b = delta_ori[:, None].expand(-1, b, -1)
+            quat = quat_mul(delta_ori_b, self.body_quat_w)
+            pos = self._delta_pos[:, None] + quat_rotate(delta_ori_b, self.body_pos_w - self.anchor_pos_w[:, None])
+            self._relative = (pos, quat)
+        return self._relative
+
+    @property
+    def body_pos_relative_w(self) -> torch.Tensor:
+        """(N, B, 3) float32 reference body positions moved onto the robot, m."""
+        return self._relative_bodies()[0]
+
+    @property
+    def body_quat_relative_w(self) -> torch.Tensor:
+        """(N, B, 4) float32 reference body orientations (wxyz) moved onto the robot."""
+        return self._relative_bodies()[1]
 
     @property
     def clip_ended(self) -> torch.Tensor:
