@@ -454,27 +454,39 @@ class MotionCommand:
         return {f"Metrics/motion/{k}": v for k, v in self.sampler.metrics().items()}
 
     # ------------------------------------------------------------------ RSI
+    def _rsi_noise(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The RSI noise of ``n`` rows, ± uniform, float32.
+
+        Returns:
+            (n, 12) root noise, columns: position x, y, z (m), roll, pitch, yaw (rad), linear
+            velocity x, y, z (m/s), angular velocity x, y, z (rad/s); (n, J) joint noise, rad.
+            One ``rand`` call draws the same numbers, in the same order, as one ``rand((n,))``
+            per root column followed by ``rand((n, J))`` (the root noise is a (12, n) tensor
+            transposed, so each column is contiguous, as a separate draw is).
+        """
+        nz, j, dev = self.noise, self.joint_pos_ref.shape[1], self.env.device
+        u = 2.0 * torch.rand(n * (12 + j), device=dev, generator=self.env.generator) - 1.0
+        scale = torch.tensor(
+            [nz.pos_xy, nz.pos_xy, nz.pos_z, nz.roll_pitch, nz.roll_pitch, nz.yaw, nz.lin_vel_xy, nz.lin_vel_xy,
+             nz.lin_vel_z, nz.ang_vel_roll_pitch, nz.ang_vel_roll_pitch, nz.ang_vel_yaw],
+            dtype=torch.float32, device=dev,
+        )  # fmt: skip
+        root = u[: 12 * n].view(12, n) * scale[:, None]
+        return root.T, u[12 * n :].view(n, j) * nz.joint_pos
+
     def write_reference_state(self, env_ids: torch.Tensor) -> None:
         """Set rows ``env_ids`` to the reference state at their frame, plus the RSI noise, through
         the backend's reset (keyframe, then qpos/qvel, then forward kinematics)."""
-        env, nz, t = self.env, self.noise, self.frame_index[env_ids]
+        env, t = self.env, self.frame_index[env_ids]
         n, dev = len(env_ids), env.device
-
-        def u(scale: float, *shape: int) -> torch.Tensor:
-            r = torch.rand((n, *shape), device=dev, generator=env.generator)
-            return (2.0 * r - 1.0) * scale
-
+        root_noise, joint_noise = self._rsi_noise(n)
         root = self.root_index
-        pos = self.body_pos_ref[t, root] + torch.stack((u(nz.pos_xy), u(nz.pos_xy), u(nz.pos_z)), dim=1)
-        dq = quat_from_euler_xyz(u(nz.roll_pitch), u(nz.roll_pitch), u(nz.yaw))
-        quat = quat_mul(dq, self.body_quat_ref[t, root])
-        lin = self.body_lin_vel_ref[t, root] + torch.stack(
-            (u(nz.lin_vel_xy), u(nz.lin_vel_xy), u(nz.lin_vel_z)), dim=1
-        )
-        ang_w = self.body_ang_vel_ref[t, root] + torch.stack(
-            (u(nz.ang_vel_roll_pitch), u(nz.ang_vel_roll_pitch), u(nz.ang_vel_yaw)), dim=1
-        )
-        joint_pos = self.joint_pos_ref[t] + u(nz.joint_pos, self.joint_pos_ref.shape[1])
+        pos = self.body_pos_ref[:, root].index_select(0, t) + root_noise[:, 0:3]
+        dq = quat_from_euler_xyz(root_noise[:, 3], root_noise[:, 4], root_noise[:, 5])
+        quat = quat_mul(dq, self.body_quat_ref[:, root].index_select(0, t))
+        lin = self.body_lin_vel_ref[:, root].index_select(0, t) + root_noise[:, 6:9]
+        ang_w = self.body_ang_vel_ref[:, root].index_select(0, t) + root_noise[:, 9:12]
+        joint_pos = self.joint_pos_ref.index_select(0, t) + joint_noise
         if self.soft_joint_limits is not None:
             joint_pos = torch.clamp(joint_pos, self.soft_joint_limits[:, 0], self.soft_joint_limits[:, 1])
         meta = env.robot.meta
@@ -484,6 +496,6 @@ class MotionCommand:
         qpos[:, meta.qpos_adr.to(dev)] = joint_pos
         # Free joint: qvel[0:3] world-frame velocity of the body origin, qvel[3:6] body-frame rate.
         qvel[:, 0:3], qvel[:, 3:6] = lin, quat_rotate_inverse(quat, ang_w)
-        qvel[:, meta.qvel_adr.to(dev)] = self.joint_vel_ref[t]
+        qvel[:, meta.qvel_adr.to(dev)] = self.joint_vel_ref.index_select(0, t)
         env.backend.reset(env_ids, qpos=qpos, qvel=qvel)
         env.robot.refresh()
