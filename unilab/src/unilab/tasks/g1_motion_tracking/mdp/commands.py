@@ -194,7 +194,8 @@ class MotionCommand:
             tensor per refresh; ``joint_pos`` and ``joint_vel`` are views of its halves).
         clip_index: (N,) int64 clip of each row.
         time_steps: (N,) int64 current frame of each row, within its clip.
-        body_pos_w, body_quat_w, body_lin_vel_w, body_ang_vel_w: (N, B, ·) reference bodies.
+        body_pos_w, body_quat_w, body_lin_vel_w, body_ang_vel_w: (N, B, ·) reference bodies
+            (gathered on first read after each refresh).
         anchor_pos_w, anchor_quat_w: (N, 3), (N, 4) reference anchor.
         body_pos_relative_w, body_quat_relative_w: (N, B, ·) reference bodies moved onto the
             robot: xy from the robot's anchor, z from the reference anchor, yaw-only rotation
@@ -328,11 +329,12 @@ class MotionCommand:
         self.command = self._command_ref.index_select(0, t)
         j = self.joint_pos_ref.shape[1]
         self.joint_pos, self.joint_vel = self.command[:, :j], self.command[:, j:]
-        self.body_pos_w, self.body_quat_w = self.body_pos_ref.index_select(0, t), self.body_quat_ref.index_select(0, t)
-        self.body_lin_vel_w = self.body_lin_vel_ref.index_select(0, t)
-        self.body_ang_vel_w = self.body_ang_vel_ref.index_select(0, t)
-        self.anchor_pos_w = self.body_pos_w[:, self.anchor_index]
-        self.anchor_quat_w = self.body_quat_w[:, self.anchor_index]
+        # The (N, B) reference bodies are gathered on first read: the observations after a reset
+        # read only the anchor, and the next advance refreshes again.
+        self._frame, self._bodies = t, {}
+        a = self.anchor_index
+        self.anchor_pos_w = self.body_pos_ref[:, a].index_select(0, t)
+        self.anchor_quat_w = self.body_quat_ref[:, a].index_select(0, t)
         # The relative bodies are computed on first read (terminations and rewards read them after
         # the step's advance; the refresh after a reset is overwritten unread by the next advance),
         # from the robot's anchor as it is now: the backend refills its state tensors in place.
@@ -341,6 +343,34 @@ class MotionCommand:
         self._delta_pos[:, 2] = self.anchor_pos_w[:, 2]
         self._robot_anchor_quat = robot.body_quat_w[:, self.anchor_index].clone()
         self._relative: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def _body(self, ref: str) -> torch.Tensor:
+        """(N, B, ·) rows of the stored (F, B, ·) array named ``ref`` at each env's frame of the
+        last refresh, gathered once per refresh."""
+        value = self._bodies.get(ref)
+        if value is None:
+            value = self._bodies[ref] = getattr(self, ref).index_select(0, self._frame)
+        return value
+
+    @property
+    def body_pos_w(self) -> torch.Tensor:
+        """(N, B, 3) float32 reference body positions, world frame, m."""
+        return self._body("body_pos_ref")
+
+    @property
+    def body_quat_w(self) -> torch.Tensor:
+        """(N, B, 4) float32 reference body orientations, wxyz, world frame."""
+        return self._body("body_quat_ref")
+
+    @property
+    def body_lin_vel_w(self) -> torch.Tensor:
+        """(N, B, 3) float32 reference body linear velocities, world frame, m/s."""
+        return self._body("body_lin_vel_ref")
+
+    @property
+    def body_ang_vel_w(self) -> torch.Tensor:
+        """(N, B, 3) float32 reference body angular velocities, world frame, rad/s."""
+        return self._body("body_ang_vel_ref")
 
     def _relative_bodies(self) -> tuple[torch.Tensor, torch.Tensor]:
         """((N, B, 3) positions, m, (N, B, 4) wxyz quaternions) of the reference bodies moved onto
