@@ -194,11 +194,13 @@ class MotionCommand:
             tensor per refresh; ``joint_pos`` and ``joint_vel`` are views of its halves).
         clip_index: (N,) int64 clip of each row.
         time_steps: (N,) int64 current frame of each row, within its clip.
-        body_pos_w, body_quat_w, body_lin_vel_w, body_ang_vel_w: (N, B, ·) reference bodies.
+        body_pos_w, body_quat_w, body_lin_vel_w, body_ang_vel_w: (N, B, ·) reference bodies
+            (gathered on first read after each refresh).
         anchor_pos_w, anchor_quat_w: (N, 3), (N, 4) reference anchor.
         body_pos_relative_w, body_quat_relative_w: (N, B, ·) reference bodies moved onto the
             robot: xy from the robot's anchor, z from the reference anchor, yaw-only rotation
-            (BeyondMimic ``update_relative_body_poses``).
+            (BeyondMimic ``update_relative_body_poses``), from the robot's anchor at the last
+            refresh; computed on first read after each refresh.
     """
 
     def __init__(
@@ -327,23 +329,70 @@ class MotionCommand:
         self.command = self._command_ref.index_select(0, t)
         j = self.joint_pos_ref.shape[1]
         self.joint_pos, self.joint_vel = self.command[:, :j], self.command[:, j:]
-        self.body_pos_w, self.body_quat_w = self.body_pos_ref.index_select(0, t), self.body_quat_ref.index_select(0, t)
-        self.body_lin_vel_w = self.body_lin_vel_ref.index_select(0, t)
-        self.body_ang_vel_w = self.body_ang_vel_ref.index_select(0, t)
-        self.anchor_pos_w = self.body_pos_w[:, self.anchor_index]
-        self.anchor_quat_w = self.body_quat_w[:, self.anchor_index]
+        # The (N, B) reference bodies are gathered on first read: the observations after a reset
+        # read only the anchor, and the next advance refreshes again.
+        self._frame, self._bodies = t, {}
+        a = self.anchor_index
+        self.anchor_pos_w = self.body_pos_ref[:, a].index_select(0, t)
+        self.anchor_quat_w = self.body_quat_ref[:, a].index_select(0, t)
+        # The relative bodies are computed on first read (terminations and rewards read them after
+        # the step's advance; the refresh after a reset is overwritten unread by the next advance),
+        # from the robot's anchor as it is now: the backend refills its state tensors in place.
         robot = self.env.robot
-        robot_anchor_pos = robot.body_pos_w[:, self.anchor_index]
-        robot_anchor_quat = robot.body_quat_w[:, self.anchor_index]
-        b = self.body_pos_w.shape[1]
-        delta_pos = robot_anchor_pos.clone()
-        delta_pos[:, 2] = self.anchor_pos_w[:, 2]
-        delta_ori = yaw_quat(quat_mul(robot_anchor_quat, quat_conjugate(self.anchor_quat_w)))
-        delta_ori_b = delta_ori[:, None].expand(-1, b, -1)
-        self.body_quat_relative_w = quat_mul(delta_ori_b, self.body_quat_w)
-        self.body_pos_relative_w = delta_pos[:, None] + quat_rotate(
-            delta_ori_b, self.body_pos_w - self.anchor_pos_w[:, None]
-        )
+        self._delta_pos = robot.body_pos_w[:, self.anchor_index].clone()
+        self._delta_pos[:, 2] = self.anchor_pos_w[:, 2]
+        self._robot_anchor_quat = robot.body_quat_w[:, self.anchor_index].clone()
+        self._relative: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def _body(self, ref: str) -> torch.Tensor:
+        """(N, B, ·) rows of the stored (F, B, ·) array named ``ref`` at each env's frame of the
+        last refresh, gathered once per refresh."""
+        value = self._bodies.get(ref)
+        if value is None:
+            value = self._bodies[ref] = getattr(self, ref).index_select(0, self._frame)
+        return value
+
+    @property
+    def body_pos_w(self) -> torch.Tensor:
+        """(N, B, 3) float32 reference body positions, world frame, m."""
+        return self._body("body_pos_ref")
+
+    @property
+    def body_quat_w(self) -> torch.Tensor:
+        """(N, B, 4) float32 reference body orientations, wxyz, world frame."""
+        return self._body("body_quat_ref")
+
+    @property
+    def body_lin_vel_w(self) -> torch.Tensor:
+        """(N, B, 3) float32 reference body linear velocities, world frame, m/s."""
+        return self._body("body_lin_vel_ref")
+
+    @property
+    def body_ang_vel_w(self) -> torch.Tensor:
+        """(N, B, 3) float32 reference body angular velocities, world frame, rad/s."""
+        return self._body("body_ang_vel_ref")
+
+    def _relative_bodies(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """((N, B, 3) positions, m, (N, B, 4) wxyz quaternions) of the reference bodies moved onto
+        the robot's anchor at the last refresh, float32; computed once per refresh."""
+        if self._relative is None:
+            b = self.body_pos_w.shape[1]
+            delta_ori = yaw_quat(quat_mul(self._robot_anchor_quat, quat_conjugate(self.anchor_quat_w)))
+            delta_ori_b = delta_ori[:, None].expand(-1, b, -1)
+            quat = quat_mul(delta_ori_b, self.body_quat_w)
+            pos = self._delta_pos[:, None] + quat_rotate(delta_ori_b, self.body_pos_w - self.anchor_pos_w[:, None])
+            self._relative = (pos, quat)
+        return self._relative
+
+    @property
+    def body_pos_relative_w(self) -> torch.Tensor:
+        """(N, B, 3) float32 reference body positions moved onto the robot, m."""
+        return self._relative_bodies()[0]
+
+    @property
+    def body_quat_relative_w(self) -> torch.Tensor:
+        """(N, B, 4) float32 reference body orientations (wxyz) moved onto the robot."""
+        return self._relative_bodies()[1]
 
     @property
     def clip_ended(self) -> torch.Tensor:
@@ -435,27 +484,39 @@ class MotionCommand:
         return {f"Metrics/motion/{k}": v for k, v in self.sampler.metrics().items()}
 
     # ------------------------------------------------------------------ RSI
+    def _rsi_noise(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The RSI noise of ``n`` rows, ± uniform, float32.
+
+        Returns:
+            (n, 12) root noise, columns: position x, y, z (m), roll, pitch, yaw (rad), linear
+            velocity x, y, z (m/s), angular velocity x, y, z (rad/s); (n, J) joint noise, rad.
+            One ``rand`` call draws the same numbers, in the same order, as one ``rand((n,))``
+            per root column followed by ``rand((n, J))`` (the root noise is a (12, n) tensor
+            transposed, so each column is contiguous, as a separate draw is).
+        """
+        nz, j, dev = self.noise, self.joint_pos_ref.shape[1], self.env.device
+        u = 2.0 * torch.rand(n * (12 + j), device=dev, generator=self.env.generator) - 1.0
+        scale = torch.tensor(
+            [nz.pos_xy, nz.pos_xy, nz.pos_z, nz.roll_pitch, nz.roll_pitch, nz.yaw, nz.lin_vel_xy, nz.lin_vel_xy,
+             nz.lin_vel_z, nz.ang_vel_roll_pitch, nz.ang_vel_roll_pitch, nz.ang_vel_yaw],
+            dtype=torch.float32, device=dev,
+        )  # fmt: skip
+        root = u[: 12 * n].view(12, n) * scale[:, None]
+        return root.T, u[12 * n :].view(n, j) * nz.joint_pos
+
     def write_reference_state(self, env_ids: torch.Tensor) -> None:
         """Set rows ``env_ids`` to the reference state at their frame, plus the RSI noise, through
         the backend's reset (keyframe, then qpos/qvel, then forward kinematics)."""
-        env, nz, t = self.env, self.noise, self.frame_index[env_ids]
+        env, t = self.env, self.frame_index[env_ids]
         n, dev = len(env_ids), env.device
-
-        def u(scale: float, *shape: int) -> torch.Tensor:
-            r = torch.rand((n, *shape), device=dev, generator=env.generator)
-            return (2.0 * r - 1.0) * scale
-
+        root_noise, joint_noise = self._rsi_noise(n)
         root = self.root_index
-        pos = self.body_pos_ref[t, root] + torch.stack((u(nz.pos_xy), u(nz.pos_xy), u(nz.pos_z)), dim=1)
-        dq = quat_from_euler_xyz(u(nz.roll_pitch), u(nz.roll_pitch), u(nz.yaw))
-        quat = quat_mul(dq, self.body_quat_ref[t, root])
-        lin = self.body_lin_vel_ref[t, root] + torch.stack(
-            (u(nz.lin_vel_xy), u(nz.lin_vel_xy), u(nz.lin_vel_z)), dim=1
-        )
-        ang_w = self.body_ang_vel_ref[t, root] + torch.stack(
-            (u(nz.ang_vel_roll_pitch), u(nz.ang_vel_roll_pitch), u(nz.ang_vel_yaw)), dim=1
-        )
-        joint_pos = self.joint_pos_ref[t] + u(nz.joint_pos, self.joint_pos_ref.shape[1])
+        pos = self.body_pos_ref[:, root].index_select(0, t) + root_noise[:, 0:3]
+        dq = quat_from_euler_xyz(root_noise[:, 3], root_noise[:, 4], root_noise[:, 5])
+        quat = quat_mul(dq, self.body_quat_ref[:, root].index_select(0, t))
+        lin = self.body_lin_vel_ref[:, root].index_select(0, t) + root_noise[:, 6:9]
+        ang_w = self.body_ang_vel_ref[:, root].index_select(0, t) + root_noise[:, 9:12]
+        joint_pos = self.joint_pos_ref.index_select(0, t) + joint_noise
         if self.soft_joint_limits is not None:
             joint_pos = torch.clamp(joint_pos, self.soft_joint_limits[:, 0], self.soft_joint_limits[:, 1])
         meta = env.robot.meta
@@ -465,6 +526,6 @@ class MotionCommand:
         qpos[:, meta.qpos_adr.to(dev)] = joint_pos
         # Free joint: qvel[0:3] world-frame velocity of the body origin, qvel[3:6] body-frame rate.
         qvel[:, 0:3], qvel[:, 3:6] = lin, quat_rotate_inverse(quat, ang_w)
-        qvel[:, meta.qvel_adr.to(dev)] = self.joint_vel_ref[t]
+        qvel[:, meta.qvel_adr.to(dev)] = self.joint_vel_ref.index_select(0, t)
         env.backend.reset(env_ids, qpos=qpos, qvel=qvel)
         env.robot.refresh()
