@@ -174,6 +174,16 @@ class ManagerBasedRlEnv:
         self._advancing = [c for c in self.commands.values() if hasattr(c, "advance")]
         self._updating = [c for c in self.commands.values() if hasattr(c, "update")]
         self.event_manager = EventManager(self, cfg.events)
+        # _reset_rows skips its keyframe reset when a later step of it writes the reset rows'
+        # whole state through backend.reset anyway: the first reset event (``resets_backend``),
+        # or, with no reset events, the first command (``resets_backend``, e.g. the motion
+        # command's reference-state initialization). Nothing in between reads the physics state
+        # for later use: the robot view and the contact sensors re-read it after the next step.
+        first_command = next(iter(self.commands.values()), None)
+        has_reset_events = any(t.mode == "reset" for t in cfg.events.values())
+        self._reset_writes_state = self.event_manager.first_reset_resets_backend or (
+            not has_reset_events and bool(getattr(first_command, "resets_backend", False))
+        )
         self.reward_manager = RewardManager(self, cfg.rewards, cfg.penalty_curriculum)
         self.termination_manager = TerminationManager(self, cfg.terminations)
         self.observation_manager = ObservationManager(self, cfg.observations)
@@ -329,8 +339,8 @@ class ManagerBasedRlEnv:
         log = self.reward_manager.reset(env_ids)
         log.update(self.termination_manager.reset(env_ids))
         log["Episode/length_s"] = float(self.episode_length[env_ids].float().mean()) * self.step_dt
-        if not self.event_manager.first_reset_resets_backend:
-            self.backend.reset(env_ids)  # else the first reset event resets these rows itself
+        if not self._reset_writes_state:
+            self.backend.reset(env_ids)  # else a reset event or the first command resets these rows itself
         self.event_manager.apply("reset", env_ids)
         self.event_manager.reset(env_ids)  # interval timers restart with the episode
         self.robot.refresh()

@@ -201,7 +201,13 @@ class MotionCommand:
             robot: xy from the robot's anchor, z from the reference anchor, yaw-only rotation
             (BeyondMimic ``update_relative_body_poses``), from the robot's anchor at the last
             refresh; computed on first read after each refresh.
+        resets_backend: True: :meth:`reset` writes the whole state of the reset rows through
+            ``backend.reset`` (keyframe, then qpos/qvel, then forward kinematics), so the env
+            skips its own keyframe reset of those rows when this is its first command and no
+            reset event runs (:class:`~unilab.envs.manager_based_rl_env.ManagerBasedRlEnv`).
     """
+
+    resets_backend = True
 
     def __init__(
         self,
