@@ -169,3 +169,26 @@ def test_failures_in_the_env_feed_the_sampler(env):
     env.step(torch.zeros(env.num_envs, 29))  # all terminate: failures recorded at reset
     env.step(torch.zeros(env.num_envs, 29))  # folded into the EMA
     assert cmd.sampler.failed_count.sum() > before.sum()
+
+
+def test_reset_rows_go_through_the_backend_once_into_the_reference_state():
+    """The motion command's reference-state initialization writes the reset rows' whole state, so
+    the env does not first reset them to the keyframe: one ``backend.reset`` per reset, covering
+    exactly the reset rows, leaving them in the reference state (reset noise off)."""
+    e = build(num_envs=4, **EXACT)
+    calls = []
+    inner = e.backend.reset
+
+    def counted(env_ids, *args, **kwargs):
+        calls.append(env_ids.clone())
+        return inner(env_ids, *args, **kwargs)
+
+    e.backend.reset = counted
+    e.reset()
+    assert len(calls) == 1 and sorted(calls[0].tolist()) == [0, 1, 2, 3]
+    cmd = e.commands["motion"]
+    torch.testing.assert_close(e.robot.joint_pos, cmd.joint_pos_ref[cmd.time_steps], rtol=0, atol=1e-5)
+    calls.clear()
+    e._reset_rows(torch.tensor([2]))
+    assert [c.tolist() for c in calls] == [[2]]
+    e.close()
