@@ -18,9 +18,22 @@ if TYPE_CHECKING:
 
 
 # ============================================================================ term configs
+def row_subset(func):
+    """Mark an observation term that also computes a subset of rows: ``func(env, env_ids=ids,
+    **params)`` with ``ids`` (k,) int64 returns the (k, d) rows ``func(env, **params)[ids]`` would,
+    bit for bit, at the cost of k rows. The observation manager then evaluates it on the reset rows
+    alone when it computes their fresh observations (:meth:`ObservationManager.compute` with
+    ``env_ids``); unmarked terms run on every row and are then indexed. Worth it for terms whose
+    cost grows with the rows (per-body frame changes); a term that reads per-step shared values
+    of every row should stay unmarked."""
+    func.row_subset = True
+    return func
+
+
 @dataclass
 class ObsTerm:
-    """An observation term: ``func(env, **params) -> (N, d)``, with optional uniform noise ±noise.
+    """An observation term: ``func(env, **params) -> (N, d)``, with optional uniform noise ±noise
+    (a term marked :func:`row_subset` also takes ``env_ids``).
 
     ``mirror`` says how the term maps under the left/right mirror (:mod:`unilab.envs.mirror`);
     None: it cannot be mirrored, and asking the env for its mirror (``env.mirror``) raises.
@@ -164,25 +177,31 @@ class ObservationManager:
             return None
         return key
 
-    def _eval(self, term: ObsTerm, cache: dict, key=False) -> torch.Tensor:
+    def _eval(self, term: ObsTerm, cache: dict, key=False, env_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """The term's value on every row, or, with ``env_ids``, on those rows (k, d): a
+        :func:`row_subset` term computes only them, another computes every row and is indexed."""
         if key is False:
             key = self._key(term)
-        if key is None:
-            return term.func(self.env, **term.params)
-        value = cache.get(key)
+        value = None if key is None else cache.get(key)
         if value is None:
-            value = cache[key] = term.func(self.env, **term.params)
+            if env_ids is not None and getattr(term.func, "row_subset", False):
+                value = term.func(self.env, env_ids=env_ids, **term.params)
+            else:
+                value = term.func(self.env, **term.params)
+                if env_ids is not None:
+                    value = value.index_select(0, env_ids)
+            if key is not None:
+                cache[key] = value
         return value
 
     def compute(self, env_ids: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-        """group -> (N, dims[group]) float32, each a new tensor; with ``env_ids`` (k,) only those
-        rows, (k, dims[group]) (terms still run on all rows; noise is drawn for k rows)."""
+        """group -> (N, dims[group]) float32, each a new tensor; with ``env_ids`` (k,) int64 only
+        those rows, (k, dims[group]): :func:`row_subset` terms run on those rows alone, the others
+        on every row, then indexed; noise is drawn for k rows."""
         cache: dict = {}
         out = {}
         for g, terms in self._terms.items():
-            obs = torch.cat([self._eval(t, cache, key) for t, key in terms], dim=1)
-            if env_ids is not None:  # the k rows of the concatenation: one gather, not one per term
-                obs = obs.index_select(0, env_ids)
+            obs = torch.cat([self._eval(t, cache, key, env_ids) for t, key in terms], dim=1)  # a new tensor
             obs.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)  # a diverged row must not poison replay
             noise = self._noise[g]
             if self.noise_enabled and noise is not None:

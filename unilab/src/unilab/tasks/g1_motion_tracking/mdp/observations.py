@@ -1,46 +1,64 @@
 """Observation terms of motion tracking: ``f(env, **params) -> (N, d)`` (BeyondMimic
-``tasks/tracking/mdp/observations.py``). Frames: ``_b`` is the robot's anchor body frame."""
+``tasks/tracking/mdp/observations.py``). Frames: ``_b`` is the robot's anchor body frame.
+
+Each term here is a :func:`~unilab.envs.managers.row_subset` term: with ``env_ids`` (k,) int64 it
+computes those rows alone, (k, d), bit for bit the rows of the full result (every operation is
+row-wise), which is what the reset rows' fresh observations need.
+"""
 
 from __future__ import annotations
 
 import torch
 
+from unilab.envs.managers import row_subset
 from unilab.utils.math import quat_conjugate, quat_mul, quat_rotate_inverse, rot6d_from_quat
 
 
-def _robot_anchor(env, cmd) -> tuple[torch.Tensor, torch.Tensor]:
+def _rows(t: torch.Tensor, env_ids: torch.Tensor | None) -> torch.Tensor:
+    """``t`` itself, or its rows ``env_ids``."""
+    return t if env_ids is None else t.index_select(0, env_ids)
+
+
+def _robot_anchor(env, cmd, env_ids: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     robot = env.robot
-    return robot.body_pos_w[:, cmd.anchor_index], robot.body_quat_w[:, cmd.anchor_index]
+    a = cmd.anchor_index
+    return _rows(robot.body_pos_w[:, a], env_ids), _rows(robot.body_quat_w[:, a], env_ids)
 
 
-def motion_anchor_pos_b(env, command_name: str = "motion") -> torch.Tensor:
+@row_subset
+def motion_anchor_pos_b(env, command_name: str = "motion", env_ids: torch.Tensor | None = None) -> torch.Tensor:
     """(N, 3) reference anchor position in the robot's anchor frame, m."""
     cmd = env.commands[command_name]
-    pos, quat = _robot_anchor(env, cmd)
-    return quat_rotate_inverse(quat, cmd.anchor_pos_w - pos)
+    pos, quat = _robot_anchor(env, cmd, env_ids)
+    return quat_rotate_inverse(quat, _rows(cmd.anchor_pos_w, env_ids) - pos)
 
 
-def motion_anchor_ori_b(env, command_name: str = "motion") -> torch.Tensor:
+@row_subset
+def motion_anchor_ori_b(env, command_name: str = "motion", env_ids: torch.Tensor | None = None) -> torch.Tensor:
     """(N, 6) reference anchor orientation in the robot's anchor frame: the first two columns
     of its rotation matrix (the 6D representation)."""
     cmd = env.commands[command_name]
-    _, quat = _robot_anchor(env, cmd)
-    return rot6d_from_quat(quat_mul(quat_conjugate(quat), cmd.anchor_quat_w))
+    _, quat = _robot_anchor(env, cmd, env_ids)
+    return rot6d_from_quat(quat_mul(quat_conjugate(quat), _rows(cmd.anchor_quat_w, env_ids)))
 
 
-def robot_body_pos_b(env, command_name: str = "motion") -> torch.Tensor:
+@row_subset
+def robot_body_pos_b(env, command_name: str = "motion", env_ids: torch.Tensor | None = None) -> torch.Tensor:
     """(N, 3B) tracked body positions in the robot's anchor frame, m (privileged)."""
     cmd = env.commands[command_name]
-    pos, quat = _robot_anchor(env, cmd)
-    b = env.robot.body_pos_w.shape[1]
-    rel = quat_rotate_inverse(quat[:, None].expand(-1, b, -1), env.robot.body_pos_w - pos[:, None])
+    pos, quat = _robot_anchor(env, cmd, env_ids)
+    body_pos = _rows(env.robot.body_pos_w, env_ids)
+    b = body_pos.shape[1]
+    rel = quat_rotate_inverse(quat[:, None].expand(-1, b, -1), body_pos - pos[:, None])
     return rel.reshape(rel.shape[0], -1)
 
 
-def robot_body_ori_b(env, command_name: str = "motion") -> torch.Tensor:
+@row_subset
+def robot_body_ori_b(env, command_name: str = "motion", env_ids: torch.Tensor | None = None) -> torch.Tensor:
     """(N, 6B) tracked body orientations in the robot's anchor frame, 6D each (privileged)."""
     cmd = env.commands[command_name]
-    _, quat = _robot_anchor(env, cmd)
-    b = env.robot.body_quat_w.shape[1]
-    rot6d = rot6d_from_quat(quat_mul(quat_conjugate(quat)[:, None].expand(-1, b, -1), env.robot.body_quat_w))
+    _, quat = _robot_anchor(env, cmd, env_ids)
+    body_quat = _rows(env.robot.body_quat_w, env_ids)
+    b = body_quat.shape[1]
+    rot6d = rot6d_from_quat(quat_mul(quat_conjugate(quat)[:, None].expand(-1, b, -1), body_quat))
     return rot6d.reshape(rot6d.shape[0], -1)
