@@ -199,14 +199,67 @@ class Trunk(nn.Module):
 
 
 class _SquashedActor(nn.Module):
-    """What both actors share: the squash onto the box, the reparameterized sample, the held-noise
-    exploration action and the deterministic action. A subclass defines ``forward(obs, training)
-    -> (mean, log_std)`` and sets ``action_centre``, ``action_half_range`` (buffers) and
-    ``entropy_units``."""
+    """What both actors share: the action box and log-std bounds (:meth:`_init_box`), the
+    equivariant pass over an observation and its mirror image (:meth:`forward`), the squash onto
+    the box, the reparameterized sample, the held-noise exploration action and the deterministic
+    action. A subclass calls :meth:`_init_box` and defines ``_heads(obs, training) -> (mean,
+    raw)``, float32 (B, A) each, ``raw`` the log std before its bounding."""
 
     action_centre: torch.Tensor
     action_half_range: torch.Tensor
     entropy_units: str
+
+    def _init_box(
+        self,
+        obs_dim: int,
+        action_low: torch.Tensor,
+        action_high: torch.Tensor,
+        log_std_min: float,
+        log_std_max: float,
+        entropy_units: str,
+        mirror: tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]] | None,
+    ) -> int:
+        """Check ``entropy_units``, keep the box and the log-std bounds, register the mirror;
+        returns the number of actions A.
+
+        Raises:
+            ValueError: as the subclasses document.
+        """
+        if entropy_units not in ("action", "squashed"):
+            raise ValueError(f"entropy_units must be 'action' or 'squashed', got {entropy_units!r}")
+        self.entropy_units = entropy_units
+        centre, half_range = _box(action_low, action_high)
+        self.log_std_min, self.log_std_max = log_std_min, log_std_max
+        self.register_buffer("action_centre", centre)
+        self.register_buffer("action_half_range", half_range)
+        self.equivariant = mirror is not None
+        if mirror is not None:
+            register_mirror(self, mirror, obs_dim, centre, half_range)
+        return centre.shape[0]
+
+    def _heads(self, obs: torch.Tensor, training: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    def forward(self, obs: torch.Tensor, training: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Gaussian parameters before the squash.
+
+        Args:
+            obs: (B, obs_dim) raw observations.
+            training: batch statistics in the batch norms (and update their running statistics).
+
+        Returns:
+            mean: (B, A); log_std: (B, A) in ``[log_std_min, log_std_max]``; float32. In
+            equivariant mode ``mean(M_o o) = M_a mean(o)`` and ``log_std(M_o o) = log_std(o)[..., perm_a]``.
+        """
+        if self.equivariant:
+            rows = obs.shape[0]
+            # one batch of 2B rows: the batch norms' statistics in training mode span both halves
+            means, raws = self._heads(torch.cat((obs, mirror_observation(self, obs))), training)
+            mean, raw = equivariant_average(self, means[:rows], raws[:rows], means[rows:], raws[rows:])
+        else:
+            mean, raw = self._heads(obs, training)
+        log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (1.0 + torch.tanh(raw))
+        return mean, log_std
 
     def squash(self, u: torch.Tensor) -> torch.Tensor:
         """Pre-tanh values (B, A) -> actions in the box."""
@@ -271,47 +324,16 @@ class FlashActor(_SquashedActor):
         mirror: tuple[tuple[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]] | None = None,
     ) -> None:
         super().__init__()
-        if entropy_units not in ("action", "squashed"):
-            raise ValueError(f"entropy_units must be 'action' or 'squashed', got {entropy_units!r}")
-        self.entropy_units = entropy_units
-        centre, half_range = _box(action_low, action_high)
-        num_actions = centre.shape[0]
+        num_actions = self._init_box(obs_dim, action_low, action_high, log_std_min, log_std_max, entropy_units, mirror)
         self.trunk = Trunk(obs_dim, hidden_dim, num_blocks, expansion, 0, momentum)
         self.mean_head = UnitLinear(hidden_dim, num_actions)
         self.mean_bias = nn.Parameter(torch.zeros(num_actions))
         self.log_std_head = UnitLinear(hidden_dim, num_actions)
         self.log_std_bias = nn.Parameter(torch.zeros(num_actions))
-        self.log_std_min, self.log_std_max = log_std_min, log_std_max
-        self.register_buffer("action_centre", centre)
-        self.register_buffer("action_half_range", half_range)
-        self.equivariant = mirror is not None
-        if mirror is not None:
-            register_mirror(self, mirror, obs_dim, centre, half_range)
 
-    def forward(self, obs: torch.Tensor, training: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        """Gaussian parameters before the squash.
-
-        Args:
-            obs: (B, obs_dim) raw observations.
-            training: batch statistics in the batch norms (and update their running statistics).
-
-        Returns:
-            mean: (B, A); log_std: (B, A) in ``[log_std_min, log_std_max]``; float32. In
-            equivariant mode ``mean(M_o o) = M_a mean(o)`` and ``log_std(M_o o) = log_std(o)[..., perm_a]``.
-        """
-        if self.equivariant:
-            rows = obs.shape[0]
-            # one batch of 2B rows: the batch norms' statistics in training mode span both halves
-            h = self.trunk(torch.cat((obs, mirror_observation(self, obs))), training)
-            means = (self.mean_head(h) + self.mean_bias).float()  # (2B, A)
-            raws = (self.log_std_head(h) + self.log_std_bias).float()
-            mean, raw = equivariant_average(self, means[:rows], raws[:rows], means[rows:], raws[rows:])
-        else:
-            h = self.trunk(obs, training)
-            mean = (self.mean_head(h) + self.mean_bias).float()
-            raw = (self.log_std_head(h) + self.log_std_bias).float()
-        log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (1.0 + torch.tanh(raw))
-        return mean, log_std
+    def _heads(self, obs: torch.Tensor, training: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.trunk(obs, training)
+        return (self.mean_head(h) + self.mean_bias).float(), (self.log_std_head(h) + self.log_std_bias).float()
 
 
 class MLPActor(_SquashedActor):
@@ -361,11 +383,7 @@ class MLPActor(_SquashedActor):
         hidden = tuple(hidden)
         if not hidden or min(hidden) < 1:
             raise ValueError(f"MLPActor needs widths >= 1, got hidden={hidden!r}")
-        if entropy_units not in ("action", "squashed"):
-            raise ValueError(f"entropy_units must be 'action' or 'squashed', got {entropy_units!r}")
-        self.entropy_units = entropy_units
-        centre, half_range = _box(action_low, action_high)
-        num_actions = centre.shape[0]
+        num_actions = self._init_box(obs_dim, action_low, action_high, log_std_min, log_std_max, entropy_units, mirror)
         self.input_norm = UnitBatchNorm(obs_dim, 0, momentum)
         self.trunk = mlp(obs_dim, hidden)
         self.mean_head = nn.Linear(hidden[-1], num_actions)
@@ -373,34 +391,10 @@ class MLPActor(_SquashedActor):
         for head in (self.mean_head, self.log_std_head):
             nn.init.zeros_(head.weight)
             nn.init.zeros_(head.bias)
-        self.log_std_min, self.log_std_max = log_std_min, log_std_max
-        self.register_buffer("action_centre", centre)
-        self.register_buffer("action_half_range", half_range)
-        self.equivariant = mirror is not None
-        if mirror is not None:
-            register_mirror(self, mirror, obs_dim, centre, half_range)
 
-    def forward(self, obs: torch.Tensor, training: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        """Gaussian parameters before the squash.
-
-        Args:
-            obs: (B, obs_dim) raw observations.
-            training: batch statistics in the input batch norm (and update its running statistics).
-
-        Returns:
-            mean: (B, A); log_std: (B, A) in ``[log_std_min, log_std_max]``; float32. In
-            equivariant mode ``mean(M_o o) = M_a mean(o)`` and ``log_std(M_o o) = log_std(o)[..., perm_a]``.
-        """
-        if self.equivariant:
-            rows = obs.shape[0]
-            h = self.trunk(self.input_norm(torch.cat((obs, mirror_observation(self, obs))), training))
-            means, raws = self.mean_head(h).float(), self.log_std_head(h).float()  # (2B, A) each
-            mean, raw = equivariant_average(self, means[:rows], raws[:rows], means[rows:], raws[rows:])
-        else:
-            h = self.trunk(self.input_norm(obs, training))
-            mean, raw = self.mean_head(h).float(), self.log_std_head(h).float()
-        log_std = self.log_std_min + 0.5 * (self.log_std_max - self.log_std_min) * (1.0 + torch.tanh(raw))
-        return mean, log_std
+    def _heads(self, obs: torch.Tensor, training: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.trunk(self.input_norm(obs, training))
+        return self.mean_head(h).float(), self.log_std_head(h).float()
 
 
 class CategoricalCritic(nn.Module):
