@@ -38,6 +38,18 @@ def test_the_estimate_has_each_allocation_with_its_keys(probe):
     assert memory.estimate("sac", cfg, runtime, 256, probe, torch.device("cpu")).total(on_device=True) == 0
 
 
+def test_flashsac_update_memory_follows_its_critic_kind(probe):
+    from unilab_rl.algorithms.flashsac.config import FlashSACConfig
+
+    sync = RuntimeConfig(mode="sync")
+    for critic, per_sample in (("categorical", memory.UPDATE_BYTES_PER_SAMPLE["flashsac"]),
+                               ("mlp", memory.FLASHSAC_SCALAR_CRITIC_BYTES_PER_SAMPLE)):
+        est = memory.estimate("flashsac", FlashSACConfig(batch_size=2048, critic=critic), sync, 16, probe,
+                              torch.device("cpu"))
+        assert {p.what: p for p in est.parts}["gradient update"].nbytes == 2048 * per_sample
+    assert memory.FLASHSAC_SCALAR_CRITIC_BYTES_PER_SAMPLE < memory.UPDATE_BYTES_PER_SAMPLE["flashsac"]
+
+
 def test_the_refusal_names_the_largest_parts_keys_the_estimate_and_what_is_available(probe):
     cfg, sync = SACConfig(), RuntimeConfig(mode="sync")
     est = memory.estimate("sac", cfg, sync, 100_000_000, probe, torch.device("cpu"))

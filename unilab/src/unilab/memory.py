@@ -30,7 +30,23 @@ UPDATE_BYTES_PER_SAMPLE = {"sac": 67_000, "flashsac": 233_000}
 their gradients of every network the update runs. Measured as the peak resident-memory growth of
 one ``update()`` at ``algo.batch_size=8192`` on g1_walk_flat (CPU, float32, no compile): SAC 67 KB
 (MLPs of 512-256-128 and 768-384-192), FlashSAC 233 KB (inverted-residual blocks, expansion 4,
-101-bin categorical critics). An algorithm not listed takes the largest."""
+101-bin categorical critics). An algorithm not listed takes the largest; FlashSAC with
+``algo.critic=mlp`` takes :data:`FLASHSAC_SCALAR_CRITIC_BYTES_PER_SAMPLE`."""
+
+FLASHSAC_SCALAR_CRITIC_BYTES_PER_SAMPLE = 115_000
+"""FlashSAC's figure with SAC's scalar critic (``algo.critic=mlp``), bytes per sample: the peak
+resident-memory growth of a first ``update()`` at batch 8192 with g1_walk_flat's sizes (CPU,
+float32, no compile; ``benchmarks/update_memory.py --algo flashsac [--set critic=mlp]``) was
+100-102 KB with it against 207-220 KB with the categorical critic (``algo.actor=mlp`` moved it
+by under 1 %): the categorical critic's 233 KB above times the larger ratio, 0.49."""
+
+
+def update_bytes_per_sample(algo: str, algo_cfg: Any) -> int:
+    """Peak memory of one gradient update per batch sample, bytes, for ``algo`` with ``algo_cfg``
+    (:data:`UPDATE_BYTES_PER_SAMPLE`, :data:`FLASHSAC_SCALAR_CRITIC_BYTES_PER_SAMPLE`)."""
+    if algo == "flashsac" and getattr(algo_cfg, "critic", "categorical") == "mlp":
+        return FLASHSAC_SCALAR_CRITIC_BYTES_PER_SAMPLE
+    return UPDATE_BYTES_PER_SAMPLE.get(algo, max(UPDATE_BYTES_PER_SAMPLE.values()))
 
 OBS_COPIES = 8
 """Float32 copies of a world's observation row the env keeps (the terms' outputs, noise, final and
@@ -106,7 +122,7 @@ def estimate(algo: str, algo_cfg: Any, runtime: Any, num_envs: int, env, device:
     """The memory a run of ``algo_cfg`` needs, from the one-world probe ``env``.
 
     Args:
-        algo: the algorithm's name (for :data:`UPDATE_BYTES_PER_SAMPLE`).
+        algo: the algorithm's name (for :func:`update_bytes_per_sample`).
         algo_cfg: the algorithm's config (``buffer_size_per_env``, ``batch_size``; a missing key
             counts as absent).
         runtime: the execution settings (``mode``, ``num_blocks``, ``block_steps``).
@@ -143,7 +159,7 @@ def estimate(algo: str, algo_cfg: Any, runtime: Any, num_envs: int, env, device:
             num_blocks * block_steps * num_envs * per_transition * local_ranks, False))
     batch = int(getattr(algo_cfg, "batch_size", 0))
     if batch:
-        per_sample = UPDATE_BYTES_PER_SAMPLE.get(algo, max(UPDATE_BYTES_PER_SAMPLE.values()))
+        per_sample = update_bytes_per_sample(algo, algo_cfg)
         out.parts.append(Part(
             "gradient update", {"algo.batch_size": batch}, f"{batch} samples of {_size(per_sample)}",
             batch * per_sample * (1 if on_device else local_ranks), on_device))
