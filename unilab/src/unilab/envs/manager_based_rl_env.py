@@ -177,8 +177,9 @@ class ManagerBasedRlEnv:
         # _reset_rows skips its keyframe reset when a later step of it writes the reset rows'
         # whole state through backend.reset anyway: the first reset event (``resets_backend``),
         # or, with no reset events, the first command (``resets_backend``, e.g. the motion
-        # command's reference-state initialization). Nothing in between reads the physics state
-        # for later use: the robot view and the contact sensors re-read it after the next step.
+        # command's reference-state initialization). What reads the physics state in between
+        # reads it again before use: the robot view right after that reset, the contact sensors
+        # after the next physics step.
         first_command = next(iter(self.commands.values()), None)
         has_reset_events = any(t.mode == "reset" for t in cfg.events.values())
         self._reset_writes_state = self.event_manager.first_reset_resets_backend or (
