@@ -239,7 +239,10 @@ class MotionCommand:
         self.soft_joint_limits = None if soft_joint_limits is None else soft_joint_limits.to(dev)
 
         def cat(key: str) -> torch.Tensor:
-            return torch.as_tensor(np.concatenate([getattr(c, key) for c in clips]), dtype=torch.float32, device=dev)
+            # contiguous: a clip's arrays may be stored in another memory order, and a row gather
+            # from a strided array costs several times one from a contiguous array
+            arr = np.concatenate([getattr(c, key) for c in clips])
+            return torch.as_tensor(arr, dtype=torch.float32, device=dev).contiguous()
 
         self.joint_pos_ref, self.joint_vel_ref = cat("joint_pos"), cat("joint_vel")
         # (F, 2J) the command of every frame, so that a refresh gathers it in one op
