@@ -17,9 +17,16 @@ from unilab.utils.math import (
     matrix_from_quat,
     projected_gravity,
     projected_gravity_z,
+    quat_conjugate,
+    quat_conjugate_parts,
+    quat_error_magnitude,
+    quat_error_magnitude_parts,
     quat_from_yaw,
     quat_mul,
+    quat_mul_parts,
+    quat_parts,
     quat_rotate_inverse,
+    rot6d_from_parts,
     rot6d_from_quat,
 )
 from unisim.backends.mujoco import MujocoBackend
@@ -174,6 +181,38 @@ def _draws(gen: torch.Generator, n: int, ranges) -> list[torch.Tensor]:
 def _bits(x: torch.Tensor) -> torch.Tensor:
     """The float32 bit patterns (so that -0.0 and 0.0 differ)."""
     return x.float().contiguous().view(torch.int32)
+
+
+def _quat_mul_formula(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The Hamilton product written on (..., 4) tensors, as quat_mul was before its parts form."""
+    aw, ax, ay, az = a.unbind(-1)
+    bw, bx, by, bz = b.unbind(-1)
+    return torch.stack((aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                        aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw), dim=-1)
+
+
+def test_quaternion_parts_helpers_equal_the_stacked_forms_bit_for_bit():
+    # The tracking terms multiply contiguous (w, x, y, z) components instead of (..., 4) tensors;
+    # rollouts stay identical only if every result equals the stacked form's bit for bit.
+    torch.manual_seed(2)
+    a = torch.nn.functional.normalize(torch.randn(512, 14, 4), dim=-1)
+    b = torch.nn.functional.normalize(torch.randn(512, 14, 4), dim=-1)
+    anchor = a[:, 3:4]  # (N, 1, 4), broadcast over the bodies
+    strided = torch.randn(512, 80)[:, 10:66].view(512, 14, 4)  # a view, as the backend's bodies
+    strided.copy_(b)
+    for x, y in ((a, b), (anchor, b), (a, strided)):
+        ref = _quat_mul_formula(x, y)
+        parts = quat_mul_parts(quat_parts(x), quat_parts(y))
+        assert all(p.is_contiguous() for p in quat_parts(y))
+        assert torch.equal(_bits(torch.stack(parts, dim=-1)), _bits(ref))
+        assert torch.equal(_bits(quat_mul(x, y)), _bits(ref))
+        conj = torch.cat((x[..., :1], -x[..., 1:]), dim=-1)
+        d = _quat_mul_formula(conj, y)
+        err = 2.0 * torch.atan2(torch.linalg.vector_norm(d[..., 1:], dim=-1), d[..., 0].abs())
+        assert torch.equal(_bits(quat_error_magnitude_parts(quat_parts(x), quat_parts(y))), _bits(err))
+        assert torch.equal(_bits(quat_error_magnitude(x, y)), _bits(err))
+        assert torch.equal(_bits(torch.stack(quat_conjugate_parts(quat_parts(x)), -1)), _bits(quat_conjugate(x)))
+    assert torch.equal(_bits(rot6d_from_parts(quat_parts(b))), _bits(rot6d_from_quat(b)))
 
 
 def test_reset_and_command_draws_equal_one_draw_per_quantity():

@@ -221,3 +221,42 @@ def test_reset_rows_fresh_observations_compute_those_rows_alone():
         assert torch.equal(part[group], full[group][ids]), group
     assert seen == [6, 2]
     e.close()
+
+
+def test_body_orientation_terms_equal_their_plain_formulas_and_follow_the_state(env):
+    """The body-orientation reward and observation (computed on quaternion components, the robot's
+    copied once per refresh) equal the (..., 4) formulas, and the copy is renewed when the state
+    changes."""
+    from unilab.tasks.g1_motion_tracking.mdp import robot_body_ori_b
+    from unilab.utils.math import quat_conjugate, quat_error_magnitude, quat_mul, quat_parts, rot6d_from_quat
+
+    env.reset()
+    cmd, robot = env.commands["motion"], env.robot
+    gen = torch.Generator().manual_seed(3)
+    for _ in range(3):
+        cached = robot.body_quat_parts  # copied now, must not outlive the state it copied
+        env.step(0.3 * torch.rand(env.num_envs, env.num_actions, generator=gen))
+        parts = robot.body_quat_parts
+        assert all(torch.equal(p, q) for p, q in zip(parts, quat_parts(robot.body_quat_w)))
+        assert not all(torch.equal(p, q) for p, q in zip(parts, cached))
+        anchor = robot.body_quat_w[:, cmd.anchor_index]
+        body = quat_mul(quat_conjugate(anchor)[:, None].expand(-1, 14, -1), robot.body_quat_w)
+        assert torch.equal(robot_body_ori_b(env), rot6d_from_quat(body).reshape(env.num_envs, -1))
+        assert torch.equal(robot_body_ori_b(env, env_ids=torch.tensor([2, 0])), robot_body_ori_b(env)[[2, 0]])
+        delta = cmd.body_quat_relative_w
+        assert torch.equal(torch.stack(cmd.body_quat_relative_parts, dim=-1), delta)
+        err = quat_error_magnitude(delta, robot.body_quat_w) ** 2
+        term = env.reward_manager.terms["motion_body_ori"]
+        std = term.params["std"]
+        assert torch.equal(term.func(env, **term.params), torch.exp(-err.mean(dim=-1) / std**2))
+    cached = robot.body_quat_parts
+    cmd.write_reference_state(torch.arange(env.num_envs))  # a state written outside the step
+    assert not all(torch.equal(p, q) for p, q in zip(robot.body_quat_parts, cached))
+    assert all(torch.equal(p, q) for p, q in zip(robot.body_quat_parts, quat_parts(robot.body_quat_w)))
+
+
+def test_reference_arrays_are_contiguous(env):
+    # a row gather from a strided (F, B, .) array costs several times one from a contiguous one
+    cmd = env.commands["motion"]
+    for name in ("body_pos_ref", "body_quat_ref", "body_lin_vel_ref", "body_ang_vel_ref", "joint_pos_ref"):
+        assert getattr(cmd, name).is_contiguous(), name

@@ -12,7 +12,7 @@ import mujoco
 import numpy as np
 import torch
 
-from unilab.utils.math import projected_gravity, quat_rotate_inverse
+from unilab.utils.math import Parts, projected_gravity, quat_parts, quat_rotate_inverse
 from unisim import SimBackend
 
 
@@ -128,6 +128,7 @@ class RobotView:
         projected_gravity_b: (N, 3) unit gravity direction in the base frame.
         body_pos_w, body_quat_w, body_lin_vel_w, body_ang_vel_w: (N, B, ·) for the backend's
             tracked bodies.
+        body_quat_parts: ``body_quat_w`` as contiguous (N, B) w, x, y, z components (a copy).
         default_joint_pos: (J,) joint positions of keyframe 0, rad.
         encoder_bias: (N, J) rad added to the joint positions the policy observes (a miscalibrated
             encoder); zero unless a domain-randomization event draws it (mjlab ``encoder_bias``).
@@ -166,6 +167,7 @@ class RobotView:
         self._base_lin_vel_b: torch.Tensor | None = None
         self._projected_gravity_b: torch.Tensor | None = None
         self._diverged: torch.Tensor | None = None
+        self._body_quat_parts: Parts | None = None
         qpos, qvel = self.backend.qpos, self.backend.qvel
         body = self.backend.body_state()
         if (
@@ -199,6 +201,15 @@ class RobotView:
         if self._base_lin_vel_b is None:
             self._base_lin_vel_b = quat_rotate_inverse(self.base_quat_w, self._base_lin_vel_w)
         return self._base_lin_vel_b
+
+    @property
+    def body_quat_parts(self) -> Parts:
+        """:attr:`body_quat_w` as contiguous w, x, y, z components, (N, B) float32 each, copied on
+        first use after each refresh (quaternion products of contiguous components run vectorized;
+        :func:`unilab.utils.math.quat_mul_parts`)."""
+        if self._body_quat_parts is None:
+            self._body_quat_parts = quat_parts(self.body_quat_w)
+        return self._body_quat_parts
 
     @property
     def projected_gravity_b(self) -> torch.Tensor:

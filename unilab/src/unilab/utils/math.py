@@ -5,6 +5,12 @@ from __future__ import annotations
 import torch
 
 
+Parts = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+"""A quaternion batch as its (w, x, y, z) components, four broadcastable tensors (struct of
+arrays): products of contiguous components run vectorized, where the components of a (..., 4)
+tensor are strided and its result needs a stack."""
+
+
 def quat_rotate_inverse(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Rotate world vectors into the frame of ``q``: R(q)^T v.
 
@@ -29,17 +35,31 @@ def quat_rotate(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 
 def quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Hamilton product a ⊗ b of (..., 4) wxyz quaternions."""
-    aw, ax, ay, az = a.unbind(-1)
-    bw, bx, by, bz = b.unbind(-1)
-    return torch.stack(
-        (
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ),
-        dim=-1,
+    return torch.stack(quat_mul_parts(a.unbind(-1), b.unbind(-1)), dim=-1)
+
+
+def quat_parts(q: torch.Tensor) -> Parts:
+    """(w, x, y, z), each (...,) contiguous, of (..., 4) wxyz quaternions (one copy)."""
+    return q.movedim(-1, 0).contiguous().unbind(0)
+
+
+def quat_mul_parts(a: Parts, b: Parts) -> Parts:
+    """:func:`quat_mul` on (w, x, y, z) components (broadcast against each other): the same float
+    operations, so each component equals :func:`quat_mul`'s bit for bit."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return (
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
     )
+
+
+def quat_conjugate_parts(q: Parts) -> Parts:
+    """:func:`quat_conjugate` on (w, x, y, z) components."""
+    w, x, y, z = q
+    return w, -x, -y, -z
 
 
 def quat_from_yaw(yaw: torch.Tensor) -> torch.Tensor:
@@ -85,8 +105,13 @@ def yaw_quat(q: torch.Tensor) -> torch.Tensor:
 
 def quat_error_magnitude(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """(...,) angle, rad in [0, pi], of the rotation between wxyz quaternions a and b."""
-    d = quat_mul(quat_conjugate(a), b)
-    return 2.0 * torch.atan2(torch.linalg.vector_norm(d[..., 1:], dim=-1), d[..., 0].abs())
+    return quat_error_magnitude_parts(a.unbind(-1), b.unbind(-1))
+
+
+def quat_error_magnitude_parts(a: Parts, b: Parts) -> torch.Tensor:
+    """:func:`quat_error_magnitude` of quaternions given as (w, x, y, z) components, (...,) rad."""
+    dw, dx, dy, dz = quat_mul_parts(quat_conjugate_parts(a), b)
+    return 2.0 * torch.atan2(torch.linalg.vector_norm(torch.stack((dx, dy, dz), dim=-1), dim=-1), dw.abs())
 
 
 def matrix_from_quat(q: torch.Tensor) -> torch.Tensor:
@@ -108,7 +133,12 @@ def rot6d_from_quat(q: torch.Tensor) -> torch.Tensor:
     the same float operations (bit for bit), without the third column and with each product
     computed once.
     """
-    w, x, y, z = q.unbind(-1)
+    return rot6d_from_parts(q.unbind(-1))
+
+
+def rot6d_from_parts(q: Parts) -> torch.Tensor:
+    """:func:`rot6d_from_quat` of quaternions given as (w, x, y, z) components: (..., 6)."""
+    w, x, y, z = q
     xx, yy, zz = x * x, y * y, z * z
     xy, xz, yz, wx, wy, wz = x * y, x * z, y * z, w * x, w * y, w * z
     return torch.stack(

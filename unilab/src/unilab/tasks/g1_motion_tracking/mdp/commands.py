@@ -17,9 +17,11 @@ import torch
 from unilab.motion.clip import MotionClip
 from unilab.motion.library import ClipInfo
 from unilab.utils.math import (
+    Parts,
     quat_conjugate,
     quat_from_euler_xyz,
     quat_mul,
+    quat_mul_parts,
     quat_rotate,
     quat_rotate_inverse,
     yaw_quat,
@@ -249,6 +251,8 @@ class MotionCommand:
         self._command_ref = torch.cat((self.joint_pos_ref, self.joint_vel_ref), dim=1)
         self.body_pos_ref, self.body_quat_ref = cat("body_pos_w"), cat("body_quat_w")
         self.body_lin_vel_ref, self.body_ang_vel_ref = cat("body_lin_vel_w"), cat("body_ang_vel_w")
+        # (4, F, B) the body quaternions' w, x, y, z: one gather gives contiguous components
+        self._body_quat_ref_parts = self.body_quat_ref.permute(2, 0, 1).contiguous()
         self.clip_frames = torch.tensor([c.num_frames for c in clips], dtype=torch.long, device=dev)
         self.clip_offset = torch.cumsum(self.clip_frames, 0) - self.clip_frames
         self.body_names = body_names
@@ -381,14 +385,16 @@ class MotionCommand:
         """(N, B, 3) float32 reference body angular velocities, world frame, rad/s."""
         return self._body("body_ang_vel_ref")
 
-    def _relative_bodies(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """((N, B, 3) positions, m, (N, B, 4) wxyz quaternions) of the reference bodies moved onto
-        the robot's anchor at the last refresh, float32; computed once per refresh."""
+    def _relative_bodies(self) -> tuple[torch.Tensor, Parts]:
+        """((N, B, 3) positions, m, (N, B) each w, x, y, z of the quaternions) of the reference
+        bodies moved onto the robot's anchor at the last refresh, float32; computed once per
+        refresh."""
         if self._relative is None:
             b = self.body_pos_w.shape[1]
             delta_ori = yaw_quat(quat_mul(self._robot_anchor_quat, quat_conjugate(self.anchor_quat_w)))
             delta_ori_b = delta_ori[:, None].expand(-1, b, -1)
-            quat = quat_mul(delta_ori_b, self.body_quat_w)
+            ref_quat = self._body_quat_ref_parts.index_select(1, self._frame).unbind(0)
+            quat = quat_mul_parts(delta_ori[:, None].unbind(-1), ref_quat)
             pos = self._delta_pos[:, None] + quat_rotate(delta_ori_b, self.body_pos_w - self.anchor_pos_w[:, None])
             self._relative = (pos, quat)
         return self._relative
@@ -401,6 +407,11 @@ class MotionCommand:
     @property
     def body_quat_relative_w(self) -> torch.Tensor:
         """(N, B, 4) float32 reference body orientations (wxyz) moved onto the robot."""
+        return torch.stack(self._relative_bodies()[1], dim=-1)
+
+    @property
+    def body_quat_relative_parts(self) -> Parts:
+        """:attr:`body_quat_relative_w` as its w, x, y, z components, (N, B) float32 each."""
         return self._relative_bodies()[1]
 
     @property

@@ -11,7 +11,16 @@ from __future__ import annotations
 import torch
 
 from unilab.envs.managers import row_subset
-from unilab.utils.math import quat_conjugate, quat_mul, quat_rotate_inverse, rot6d_from_quat
+from unilab.utils.math import (
+    quat_conjugate,
+    quat_conjugate_parts,
+    quat_mul,
+    quat_mul_parts,
+    quat_parts,
+    quat_rotate_inverse,
+    rot6d_from_parts,
+    rot6d_from_quat,
+)
 
 
 def _rows(t: torch.Tensor, env_ids: torch.Tensor | None) -> torch.Tensor:
@@ -57,8 +66,11 @@ def robot_body_pos_b(env, command_name: str = "motion", env_ids: torch.Tensor | 
 def robot_body_ori_b(env, command_name: str = "motion", env_ids: torch.Tensor | None = None) -> torch.Tensor:
     """(N, 6B) tracked body orientations in the robot's anchor frame, 6D each (privileged)."""
     cmd = env.commands[command_name]
-    _, quat = _robot_anchor(env, cmd, env_ids)
-    body_quat = _rows(env.robot.body_quat_w, env_ids)
-    b = body_quat.shape[1]
-    rot6d = rot6d_from_quat(quat_mul(quat_conjugate(quat)[:, None].expand(-1, b, -1), body_quat))
+    if env_ids is None:
+        body_quat = env.robot.body_quat_parts
+    else:
+        body_quat = quat_parts(env.robot.body_quat_w.index_select(0, env_ids))
+    a = cmd.anchor_index
+    anchor_inv = quat_conjugate_parts(tuple(c[:, a : a + 1] for c in body_quat))
+    rot6d = rot6d_from_parts(quat_mul_parts(anchor_inv, body_quat))
     return rot6d.reshape(rot6d.shape[0], -1)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from unilab.utils.math import quat_error_magnitude
+from unilab.utils.math import quat_error_magnitude, quat_error_magnitude_parts
 
 
 def motion_global_anchor_position_error_exp(env, std: float, command_name: str = "motion") -> torch.Tensor:
@@ -35,7 +35,7 @@ def motion_relative_body_position_error_exp(env, std: float, command_name: str =
 def motion_relative_body_orientation_error_exp(env, std: float, command_name: str = "motion") -> torch.Tensor:
     """exp(-mean_b angle(q_b, q_ref_rel_b)^2 / std^2). (N,)"""
     cmd = env.commands[command_name]
-    error = quat_error_magnitude(cmd.body_quat_relative_w, env.robot.body_quat_w) ** 2
+    error = quat_error_magnitude_parts(cmd.body_quat_relative_parts, env.robot.body_quat_parts) ** 2
     return torch.exp(-error.mean(dim=-1) / std**2)
 
 
