@@ -115,6 +115,33 @@ def test_actor_sample_log_prob_and_box() -> None:
     torch.testing.assert_close(actor.deterministic_action(obs), actor.action_centre + actor.action_half_range * torch.tanh(mean))
 
 
+@pytest.mark.parametrize("equivariant", [False, True])
+def test_actor_explore_draws_samples_action_bit_for_bit(equivariant: bool) -> None:
+    # The collectors act with explore(); learning's sample() must draw the same action from the
+    # same RNG state, so a run's replay data do not depend on which of the two acted.
+    from unilab_rl.algorithms.sac.networks import ExplorationPolicy
+
+    low, high = torch.tensor([-1.0, -1.0, 10.0, -2.0]), torch.tensor([2.0, 2.0, 30.0, 2.0])
+    mirror = None
+    if equivariant:  # left/right swap of observations 0, 1 and actions 0, 1; sign flips on a
+        # symmetric observation and a symmetric action box
+        obs_mirror = (torch.tensor([1, 0, 2, 3, 4]), torch.tensor([1.0, 1.0, -1.0, 1.0, 1.0]))
+        mirror = (obs_mirror, (torch.tensor([1, 0, 2, 3]), torch.tensor([1.0, 1.0, 1.0, -1.0])))
+    torch.manual_seed(0)
+    actor = Actor(5, low, high, hidden=(16,), mirror=mirror)
+    torch.nn.init.normal_(actor.mean_head.weight, std=0.3)
+    obs = torch.randn(64, 5)
+    torch.manual_seed(7)
+    sampled, _ = actor.sample(obs)
+    torch.manual_seed(7)
+    explored = actor.explore(obs)
+    torch.manual_seed(7)
+    collected = ExplorationPolicy(actor, None)(obs)
+    assert torch.equal(sampled, explored) and torch.equal(sampled, collected)
+    torch.manual_seed(8)
+    assert not torch.equal(actor.explore(obs), explored)  # the draw is random, not fixed
+
+
 def test_actor_log_std_stays_in_bounds() -> None:
     actor = Actor(2, torch.tensor([-1.0]), torch.tensor([1.0]), hidden=(8,), log_std_min=-5.0, log_std_max=0.0)
     torch.nn.init.normal_(actor.log_std_head.weight, std=100.0)

@@ -170,7 +170,7 @@ class SAC(ActorCriticState, ScheduleFromConfig):
         if deterministic:
             actions = self.deployed_actor.deterministic_action(obs)
         else:
-            actions, _ = self.actor.sample(obs)
+            actions = self.actor.explore(obs)
         return actions.to(self.env_device)
 
     def exploration_policy(self) -> ExplorationPolicy:

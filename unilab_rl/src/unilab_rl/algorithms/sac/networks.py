@@ -237,6 +237,22 @@ class Actor(nn.Module):
         log_prob = squashed_gaussian_log_prob(u, mean, log_std, self.action_half_range)  # (B,)
         return self.squash(u), log_prob
 
+    def explore(self, obs: torch.Tensor) -> torch.Tensor:
+        """The action of :meth:`sample` without its log-probability, for collection.
+
+        Draws the same noise (``randn_like(mean)`` from the global RNG of ``obs``'s device) and
+        runs the same float operations as :meth:`sample`, so the action is bit-identical to
+        ``sample(obs)[0]``; skipping the density saves about a third of the acting kernels.
+
+        Args:
+            obs: (B, obs_dim) float32.
+
+        Returns:
+            (B, A) float32 inside ``[action_low, action_high]``.
+        """
+        mean, log_std = self(obs)
+        return self.squash(mean + torch.exp(log_std) * torch.randn_like(mean))
+
     def deterministic_action(self, obs: torch.Tensor) -> torch.Tensor:
         """Evaluation action ``centre + half_range * tanh(mean)``, (B, A) float32."""
         mean, _ = self(obs)
@@ -331,7 +347,7 @@ class ExplorationPolicy(nn.Module):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """(B, obs_dim) raw float32 observation -> (B, A) float32 sampled action in the env's units
         (draws from torch's global RNG of the module's device)."""
-        return self.actor.sample(self.normalizer(obs))[0]
+        return self.actor.explore(self.normalizer(obs))
 
 
 __all__ = ["Actor", "Critic", "DeterministicPolicy", "ExplorationPolicy", "mlp", "squashed_gaussian_log_prob"]
