@@ -22,8 +22,8 @@ from unilab.utils.math import (
     quat_from_euler_xyz,
     quat_mul,
     quat_mul_parts,
-    quat_rotate,
     quat_rotate_inverse,
+    quat_rotate_parts,
     yaw_quat,
 )
 
@@ -251,7 +251,9 @@ class MotionCommand:
         self._command_ref = torch.cat((self.joint_pos_ref, self.joint_vel_ref), dim=1)
         self.body_pos_ref, self.body_quat_ref = cat("body_pos_w"), cat("body_quat_w")
         self.body_lin_vel_ref, self.body_ang_vel_ref = cat("body_lin_vel_w"), cat("body_ang_vel_w")
-        # (4, F, B) the body quaternions' w, x, y, z: one gather gives contiguous components
+        # (3, F, B) x, y, z of the body positions and (4, F, B) w, x, y, z of the body quaternions:
+        # one gather gives contiguous components
+        self._body_pos_ref_parts = self.body_pos_ref.permute(2, 0, 1).contiguous()
         self._body_quat_ref_parts = self.body_quat_ref.permute(2, 0, 1).contiguous()
         self.clip_frames = torch.tensor([c.num_frames for c in clips], dtype=torch.long, device=dev)
         self.clip_offset = torch.cumsum(self.clip_frames, 0) - self.clip_frames
@@ -390,13 +392,14 @@ class MotionCommand:
         bodies moved onto the robot's anchor at the last refresh, float32; computed once per
         refresh."""
         if self._relative is None:
-            b = self.body_pos_w.shape[1]
             delta_ori = yaw_quat(quat_mul(self._robot_anchor_quat, quat_conjugate(self.anchor_quat_w)))
-            delta_ori_b = delta_ori[:, None].expand(-1, b, -1)
+            delta_ori = delta_ori[:, None].unbind(-1)  # (N, 1) each, broadcast over the bodies
             ref_quat = self._body_quat_ref_parts.index_select(1, self._frame).unbind(0)
-            quat = quat_mul_parts(delta_ori[:, None].unbind(-1), ref_quat)
-            pos = self._delta_pos[:, None] + quat_rotate(delta_ori_b, self.body_pos_w - self.anchor_pos_w[:, None])
-            self._relative = (pos, quat)
+            quat = quat_mul_parts(delta_ori, ref_quat)
+            # (3, N, B) body positions relative to the reference anchor, as components
+            ref_pos = self._body_pos_ref_parts.index_select(1, self._frame) - self.anchor_pos_w.T[:, :, None]
+            rotated = torch.stack(quat_rotate_parts(delta_ori, ref_pos.unbind(0)), dim=-1)
+            self._relative = (self._delta_pos[:, None] + rotated, quat)
         return self._relative
 
     @property
