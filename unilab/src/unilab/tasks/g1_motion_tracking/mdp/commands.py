@@ -18,6 +18,7 @@ from unilab.motion.clip import MotionClip
 from unilab.motion.library import ClipInfo
 from unilab.utils.math import (
     Parts,
+    Vec3,
     quat_conjugate,
     quat_from_euler_xyz,
     quat_mul,
@@ -387,10 +388,10 @@ class MotionCommand:
         """(N, B, 3) float32 reference body angular velocities, world frame, rad/s."""
         return self._body("body_ang_vel_ref")
 
-    def _relative_bodies(self) -> tuple[torch.Tensor, Parts]:
-        """((N, B, 3) positions, m, (N, B) each w, x, y, z of the quaternions) of the reference
-        bodies moved onto the robot's anchor at the last refresh, float32; computed once per
-        refresh."""
+    def _relative_bodies(self) -> tuple[Vec3, Parts]:
+        """((N, B) each x, y, z of the positions, m, (N, B) each w, x, y, z of the quaternions) of
+        the reference bodies moved onto the robot's anchor at the last refresh, float32; computed
+        once per refresh."""
         if self._relative is None:
             delta_ori = yaw_quat(quat_mul(self._robot_anchor_quat, quat_conjugate(self.anchor_quat_w)))
             delta_ori = delta_ori[:, None].unbind(-1)  # (N, 1) each, broadcast over the bodies
@@ -398,13 +399,19 @@ class MotionCommand:
             quat = quat_mul_parts(delta_ori, ref_quat)
             # (3, N, B) body positions relative to the reference anchor, as components
             ref_pos = self._body_pos_ref_parts.index_select(1, self._frame) - self.anchor_pos_w.T[:, :, None]
-            rotated = torch.stack(quat_rotate_parts(delta_ori, ref_pos.unbind(0)), dim=-1)
-            self._relative = (self._delta_pos[:, None] + rotated, quat)
+            rotated = quat_rotate_parts(delta_ori, ref_pos.unbind(0))
+            pos = tuple(d + r for d, r in zip(self._delta_pos.T[:, :, None], rotated))
+            self._relative = (pos, quat)
         return self._relative
 
     @property
     def body_pos_relative_w(self) -> torch.Tensor:
         """(N, B, 3) float32 reference body positions moved onto the robot, m."""
+        return torch.stack(self._relative_bodies()[0], dim=-1)
+
+    @property
+    def body_pos_relative_parts(self) -> Vec3:
+        """:attr:`body_pos_relative_w` as its x, y, z components, (N, B) float32 each, m."""
         return self._relative_bodies()[0]
 
     @property
