@@ -14,6 +14,7 @@ from unilab.envs.mdp.rewards import stack_sensors
 from unilab.tasks.g1_walk_flat import G1WalkFlatConfig, make_env
 from unilab.tasks.g1_walk_flat.env_cfg import FOOT_POS_SENSORS
 from unilab.utils.math import (
+    cross_parts,
     matrix_from_quat,
     projected_gravity,
     projected_gravity_z,
@@ -25,7 +26,9 @@ from unilab.utils.math import (
     quat_mul,
     quat_mul_parts,
     quat_parts,
+    quat_rotate,
     quat_rotate_inverse,
+    quat_rotate_parts,
     rot6d_from_parts,
     rot6d_from_quat,
 )
@@ -214,6 +217,32 @@ def test_quaternion_parts_helpers_equal_the_stacked_forms_bit_for_bit():
         assert torch.equal(_bits(torch.stack(quat_conjugate_parts(quat_parts(x)), -1)), _bits(quat_conjugate(x)))
     assert torch.equal(_bits(rot6d_from_parts(quat_parts(b))), _bits(rot6d_from_quat(b)))
 
+
+
+def test_rotation_parts_helpers_equal_the_stacked_forms_bit_for_bit():
+    # The tracking terms rotate contiguous (x, y, z) components instead of (..., 3) tensors, in
+    # the (N, B) layout with (N, 1) quaternion components and in the (B, N) layout with (N,) ones.
+    torch.manual_seed(3)
+    q = torch.nn.functional.normalize(torch.randn(512, 4), dim=-1)
+    q[:64, 1:3] = 0.0  # yaw-only quaternions (the tracking command's): exact zeros in products
+    v = torch.randn(512, 14, 3)
+    v[:, 5] = 0.0  # a body at the anchor: zero vectors
+    strided = torch.randn(512, 60)[:, 9:51].view(512, 14, 3)  # a view, as the backend's bodies
+    strided.copy_(v)
+    for vec in (v, strided):
+        q_b = q[:, None].expand(-1, 14, -1)
+        nb = vec.permute(2, 0, 1).contiguous().unbind(0)  # (N, B) components
+        bn = vec.permute(2, 1, 0).contiguous().unbind(0)  # (B, N) components
+        for inverse, ref_fn in ((False, quat_rotate), (True, quat_rotate_inverse)):
+            ref = _bits(ref_fn(q_b, vec))
+            got = quat_rotate_parts(q[:, None].unbind(-1), nb, inverse=inverse)
+            assert torch.equal(_bits(torch.stack(got, dim=-1)), ref)
+            got = quat_rotate_parts(q.T.contiguous().unbind(0), bn, inverse=inverse)
+            assert torch.equal(_bits(torch.stack([c.T for c in got], dim=-1)), ref)
+        ref = _bits(torch.cross(q_b[..., 1:], vec, dim=-1))
+        assert torch.equal(_bits(torch.stack(cross_parts(q[:, None, 1:].unbind(-1), nb), dim=-1)), ref)
+        assert torch.equal(_bits(torch.stack(cross_parts(nb, nb[::-1]), dim=-1)),
+                           _bits(torch.cross(vec, vec.flip(-1), dim=-1)))
 
 def test_reset_and_command_draws_equal_one_draw_per_quantity():
     """The reset pose, the velocity command and the gait clock drawn for reset rows equal, bit for

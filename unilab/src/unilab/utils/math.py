@@ -10,6 +10,9 @@ Parts = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 arrays): products of contiguous components run vectorized, where the components of a (..., 4)
 tensor are strided and its result needs a stack."""
 
+Vec3 = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+"""A batch of 3-vectors as its (x, y, z) components, three broadcastable tensors (as :data:`Parts`)."""
+
 
 def quat_rotate_inverse(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Rotate world vectors into the frame of ``q``: R(q)^T v.
@@ -31,6 +34,41 @@ def quat_rotate(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     w, xyz = q[..., :1], q[..., 1:]
     t = 2.0 * torch.cross(xyz, v, dim=-1)
     return v + w * t + torch.cross(xyz, t, dim=-1)
+
+
+def cross_parts(a: Vec3, b: Vec3) -> Vec3:
+    """``torch.cross(a, b, dim=-1)`` on (x, y, z) components, bit for bit: torch.cross rounds each
+    component once after a fused multiply-add, ``a1 b2 - a2 b1 = fma(a1, b2, -(a2 b1))``, which
+    ``addcmul`` reproduces (``(-a2) b1 = -(a2 b1)`` exactly)."""
+    return _cross_parts(a, tuple(-c for c in a), b)
+
+
+def _cross_parts(a: Vec3, neg_a: Vec3, b: Vec3) -> Vec3:
+    """:func:`cross_parts` with ``-a`` given (a rotation negates its quaternion's vector once)."""
+    ax, ay, az = a
+    nx, ny, nz = neg_a
+    bx, by, bz = b
+    return torch.addcmul(nz * by, ay, bz), torch.addcmul(nx * bz, az, bx), torch.addcmul(ny * bx, ax, by)
+
+
+def quat_rotate_parts(q: Parts, v: Vec3, inverse: bool = False) -> Vec3:
+    """:func:`quat_rotate` (R(q) v), or with ``inverse`` :func:`quat_rotate_inverse` (R(q)^T v),
+    on components: the same float operations, so each component equals theirs bit for bit.
+
+    Args:
+        q: (w, x, y, z) unit quaternion components, broadcastable against ``v``'s.
+        v: (x, y, z) vector components, e.g. (N, B) or (B, N) float32 each.
+
+    Returns:
+        (x, y, z) the rotated vectors' components, each of the broadcast shape.
+    """
+    w, x, y, z = q
+    u, neg_u = (x, y, z), (-x, -y, -z)
+    t = tuple(2.0 * c for c in _cross_parts(u, neg_u, v))
+    c = _cross_parts(u, neg_u, t)
+    if inverse:
+        return tuple(vi - w * ti + ci for vi, ti, ci in zip(v, t, c))
+    return tuple(vi + w * ti + ci for vi, ti, ci in zip(v, t, c))
 
 
 def quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -18,12 +18,13 @@ from unilab.motion.clip import MotionClip
 from unilab.motion.library import ClipInfo
 from unilab.utils.math import (
     Parts,
+    Vec3,
     quat_conjugate,
     quat_from_euler_xyz,
     quat_mul,
     quat_mul_parts,
-    quat_rotate,
     quat_rotate_inverse,
+    quat_rotate_parts,
     yaw_quat,
 )
 
@@ -251,7 +252,9 @@ class MotionCommand:
         self._command_ref = torch.cat((self.joint_pos_ref, self.joint_vel_ref), dim=1)
         self.body_pos_ref, self.body_quat_ref = cat("body_pos_w"), cat("body_quat_w")
         self.body_lin_vel_ref, self.body_ang_vel_ref = cat("body_lin_vel_w"), cat("body_ang_vel_w")
-        # (4, F, B) the body quaternions' w, x, y, z: one gather gives contiguous components
+        # (3, F, B) x, y, z of the body positions and (4, F, B) w, x, y, z of the body quaternions:
+        # one gather gives contiguous components
+        self._body_pos_ref_parts = self.body_pos_ref.permute(2, 0, 1).contiguous()
         self._body_quat_ref_parts = self.body_quat_ref.permute(2, 0, 1).contiguous()
         self.clip_frames = torch.tensor([c.num_frames for c in clips], dtype=torch.long, device=dev)
         self.clip_offset = torch.cumsum(self.clip_frames, 0) - self.clip_frames
@@ -385,23 +388,30 @@ class MotionCommand:
         """(N, B, 3) float32 reference body angular velocities, world frame, rad/s."""
         return self._body("body_ang_vel_ref")
 
-    def _relative_bodies(self) -> tuple[torch.Tensor, Parts]:
-        """((N, B, 3) positions, m, (N, B) each w, x, y, z of the quaternions) of the reference
-        bodies moved onto the robot's anchor at the last refresh, float32; computed once per
-        refresh."""
+    def _relative_bodies(self) -> tuple[Vec3, Parts]:
+        """((N, B) each x, y, z of the positions, m, (N, B) each w, x, y, z of the quaternions) of
+        the reference bodies moved onto the robot's anchor at the last refresh, float32; computed
+        once per refresh."""
         if self._relative is None:
-            b = self.body_pos_w.shape[1]
             delta_ori = yaw_quat(quat_mul(self._robot_anchor_quat, quat_conjugate(self.anchor_quat_w)))
-            delta_ori_b = delta_ori[:, None].expand(-1, b, -1)
+            delta_ori = delta_ori[:, None].unbind(-1)  # (N, 1) each, broadcast over the bodies
             ref_quat = self._body_quat_ref_parts.index_select(1, self._frame).unbind(0)
-            quat = quat_mul_parts(delta_ori[:, None].unbind(-1), ref_quat)
-            pos = self._delta_pos[:, None] + quat_rotate(delta_ori_b, self.body_pos_w - self.anchor_pos_w[:, None])
+            quat = quat_mul_parts(delta_ori, ref_quat)
+            # (3, N, B) body positions relative to the reference anchor, as components
+            ref_pos = self._body_pos_ref_parts.index_select(1, self._frame) - self.anchor_pos_w.T[:, :, None]
+            rotated = quat_rotate_parts(delta_ori, ref_pos.unbind(0))
+            pos = tuple(d + r for d, r in zip(self._delta_pos.T[:, :, None], rotated))
             self._relative = (pos, quat)
         return self._relative
 
     @property
     def body_pos_relative_w(self) -> torch.Tensor:
         """(N, B, 3) float32 reference body positions moved onto the robot, m."""
+        return torch.stack(self._relative_bodies()[0], dim=-1)
+
+    @property
+    def body_pos_relative_parts(self) -> Vec3:
+        """:attr:`body_pos_relative_w` as its x, y, z components, (N, B) float32 each, m."""
         return self._relative_bodies()[0]
 
     @property

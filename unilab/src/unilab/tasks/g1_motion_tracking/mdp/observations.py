@@ -18,6 +18,7 @@ from unilab.utils.math import (
     quat_mul_parts,
     quat_parts,
     quat_rotate_inverse,
+    quat_rotate_parts,
     rot6d_from_parts,
     rot6d_from_quat,
 )
@@ -55,11 +56,12 @@ def motion_anchor_ori_b(env, command_name: str = "motion", env_ids: torch.Tensor
 def robot_body_pos_b(env, command_name: str = "motion", env_ids: torch.Tensor | None = None) -> torch.Tensor:
     """(N, 3B) tracked body positions in the robot's anchor frame, m (privileged)."""
     cmd = env.commands[command_name]
-    pos, quat = _robot_anchor(env, cmd, env_ids)
-    body_pos = _rows(env.robot.body_pos_w, env_ids)
-    b = body_pos.shape[1]
-    rel = quat_rotate_inverse(quat[:, None].expand(-1, b, -1), body_pos - pos[:, None])
-    return rel.reshape(rel.shape[0], -1)
+    _, quat = _robot_anchor(env, cmd, env_ids)
+    # (B, N) components: the anchor's (N,) quaternion components broadcast over contiguous rows
+    pos = _rows(env.robot.body_pos_w, env_ids).permute(2, 1, 0).contiguous()
+    a = cmd.anchor_index
+    rel = quat_rotate_parts(quat.T.contiguous().unbind(0), (pos - pos[:, a : a + 1]).unbind(0), inverse=True)
+    return torch.stack([c.T for c in rel], dim=-1).reshape(pos.shape[2], -1)
 
 
 @row_subset

@@ -28,7 +28,9 @@ def motion_global_anchor_orientation_error_exp(env, std: float, command_name: st
 def motion_relative_body_position_error_exp(env, std: float, command_name: str = "motion") -> torch.Tensor:
     """exp(-mean_b |p_b - p_ref_rel_b|^2 / std^2). (N,)"""
     cmd = env.commands[command_name]
-    error = torch.sum((cmd.body_pos_relative_w - env.robot.body_pos_w) ** 2, dim=-1)
+    # on components: torch.sum over the 3 squares adds them in this order (bit for bit)
+    dx, dy, dz = (ref - env.robot.body_pos_w[..., i] for i, ref in enumerate(cmd.body_pos_relative_parts))
+    error = (dx * dx + dy * dy) + dz * dz
     return torch.exp(-error.mean(dim=-1) / std**2)
 
 

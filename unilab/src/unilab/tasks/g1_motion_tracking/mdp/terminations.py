@@ -29,7 +29,7 @@ def bad_motion_body_pos_z_only(
     |z - z_ref_rel| > threshold, m."""
     cmd = env.commands[command_name]
     idx = list(body_indices)
-    error = (cmd.body_pos_relative_w[:, idx, 2] - env.robot.body_pos_w[:, idx, 2]).abs()
+    error = (cmd.body_pos_relative_parts[2][:, idx] - env.robot.body_pos_w[:, idx, 2]).abs()
     return (error > threshold).any(dim=-1)
 
 
