@@ -347,3 +347,40 @@ def test_termination_flags_are_the_or_of_their_terms_for_one_two_and_three_terms
         assert torch.equal(terminated, cols[:, ~k].any(1))
         assert torch.equal(truncated, cols[:, k].any(1) & ~terminated)
         assert all(x is not f for x in (terminated, truncated) for f in flags)
+
+
+def test_helpers_with_tensor_constants_equal_the_python_number_formulas_and_keep_the_dtype():
+    # The helpers multiply by 0-dim float32 tensors instead of Python numbers (a cast op fewer per
+    # call); results must be those of the Python numbers, bit for bit, in the input's dtype.
+    from unilab.utils.math import yaw_quat
+
+    torch.manual_seed(5)
+    for dtype in (torch.float32, torch.float64, torch.float16):
+        q = torch.nn.functional.normalize(torch.randn(256, 4, dtype=torch.float64), dim=-1).to(dtype)
+        v = torch.randn(256, 3, dtype=dtype)
+        w, x, y, z = q.unbind(-1)
+        xyz = q[:, 1:]
+        t = 2.0 * torch.cross(xyz, v, dim=-1)
+        plain = {
+            "rotate": v + q[:, :1] * t + torch.cross(xyz, t, dim=-1),
+            "rotate_inverse": v - q[:, :1] * t + torch.cross(xyz, t, dim=-1),
+            "gravity_z": torch.addcmul(y * (2.0 * y), x, 2.0 * x) - 1.0,
+            "yaw": torch.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z)),
+            "rot6d": torch.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * y + w * z),
+                                  1 - 2 * (x * x + z * z), 2 * (x * z - w * y), 2 * (y * z + w * x)), -1),
+        }  # fmt: skip
+        half = 0.5 * plain["yaw"]
+        got = {
+            "rotate": quat_rotate(q, v),
+            "rotate_inverse": quat_rotate_inverse(q, v),
+            "gravity_z": projected_gravity_z(q),
+            "yaw": yaw_quat(q)[:, 3],
+            "rot6d": rot6d_from_parts(q.unbind(-1)),
+        }
+        plain["yaw"] = torch.sin(half)
+        for key, value in got.items():
+            assert value.dtype == dtype, (key, dtype)
+            assert torch.equal(value, plain[key]), (key, dtype)
+        if dtype != torch.float16:  # the components' cross product rounds as torch.cross in float32/64 only
+            parts = quat_rotate_parts(q.unbind(-1), v.unbind(-1), inverse=True)
+            assert torch.equal(torch.stack(parts, -1), plain["rotate_inverse"])

@@ -94,3 +94,41 @@ def test_critic_feet_terms_at_rest_on_the_floor(env):
     f_z = forces.view(N, 2, 3)[..., 2]
     weight_share = torch.expm1(-f_z)  # invert sign(f) log(1 + |f|) for f < 0: |f|
     assert (f_z < 0).all() and (weight_share.sum(dim=1) > 100.0).all()  # robot weighs 327 N
+
+
+def test_noise_is_the_documented_uniform_draw_bit_for_bit(env):
+    """The actor's noise equals ``value + (2u - 1) * noise`` per noisy column, u one
+    ``torch.rand`` draw of (N, noisy columns) from the env's generator, bit for bit."""
+    env.reset()
+    env.step(torch.zeros(N, 29))
+    om = env.observation_manager
+    om.noise_enabled = False
+    clean = om.compute()["actor"]
+    om.noise_enabled = True
+    state = env.generator.get_state()
+    noisy = om.compute()["actor"]
+    env.generator.set_state(state)
+    scale = torch.cat([torch.full((w,), b) for (_, w), b in zip(ACTOR, (0.5, 0.2, 0.05, 0.01, 1.5, 0, 0))])
+    cols = (scale != 0).nonzero().flatten()
+    u = torch.rand((N, len(cols)), generator=env.generator)
+    expected = clean.clone()
+    expected[:, cols] = clean[:, cols] + (u * 2.0 - 1.0) * scale[cols]
+    assert torch.equal(noisy, expected)
+
+
+def test_returned_observations_are_not_changed_by_later_steps(env):
+    """``obs`` and ``final_obs`` of one step keep their values through the next steps (the
+    collector holds them while the env steps on), resets included."""
+    env.reset()
+    qpos = env.backend.qpos.clone()
+    qpos[0, 3:7] = torch.tensor([math.cos(math.pi / 4), math.sin(math.pi / 4), 0.0, 0.0])  # row 0 falls
+    env.backend.set_state(torch.tensor([0]), qpos=qpos[:1])
+    obs, _, terminated, _, extras = env.step(torch.zeros(N, 29))
+    assert terminated[0]
+    kept = {k: {g: v.clone() for g, v in d.items()} for k, d in (("obs", obs), ("final", extras["final_obs"]))}
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(3):
+        env.step(torch.rand(N, 29, generator=gen))
+    for group in ("actor", "critic"):
+        assert torch.equal(obs[group], kept["obs"][group])
+        assert torch.equal(extras["final_obs"][group], kept["final"][group])

@@ -260,3 +260,75 @@ def test_reference_arrays_are_contiguous(env):
     cmd = env.commands["motion"]
     for name in ("body_pos_ref", "body_quat_ref", "body_lin_vel_ref", "body_ang_vel_ref", "joint_pos_ref"):
         assert getattr(cmd, name).is_contiguous(), name
+
+
+def test_changed_terms_equal_their_plain_formulas(env):
+    """The anchor orientation observation, the body velocity rewards, the anchor position reward
+    and the end-effector height termination equal their (..., 4) / ``torch.sum`` / list-index
+    formulas bit for bit, on every row and (the observation) on a subset of rows."""
+    from unilab.tasks.g1_motion_tracking import mdp as tmdp
+    from unilab.utils.math import quat_conjugate, quat_mul, rot6d_from_quat
+
+    env.reset()
+    cmd, robot = env.commands["motion"], env.robot
+    gen = torch.Generator().manual_seed(4)
+    for _ in range(3):
+        env.step(0.3 * torch.rand(env.num_envs, env.num_actions, generator=gen))
+        anchor = robot.body_quat_w[:, cmd.anchor_index]
+        ori = rot6d_from_quat(quat_mul(quat_conjugate(anchor), cmd.anchor_quat_w))
+        assert torch.equal(tmdp.motion_anchor_ori_b(env), ori)
+        assert torch.equal(tmdp.motion_anchor_ori_b(env, env_ids=torch.tensor([2, 0])), ori[[2, 0]])
+        terms = env.reward_manager.terms
+        for name, ref, state in (("motion_body_lin_vel", cmd.body_lin_vel_w, robot.body_lin_vel_w),
+                                 ("motion_body_ang_vel", cmd.body_ang_vel_w, robot.body_ang_vel_w)):
+            std = terms[name].params["std"]
+            plain = torch.exp(-torch.sum((ref - state) ** 2, dim=-1).mean(dim=-1) / std**2)
+            assert torch.equal(terms[name].func(env, **terms[name].params), plain), name
+        std = terms["motion_global_anchor_pos"].params["std"]
+        error = torch.sum((cmd.anchor_pos_w - robot.body_pos_w[:, cmd.anchor_index]) ** 2, dim=-1)
+        got = terms["motion_global_anchor_pos"].func(env, **terms["motion_global_anchor_pos"].params)
+        assert torch.equal(got, torch.exp(-error / std**2))
+        term = env.termination_manager.terms["ee_body_pos"]
+        idx, threshold = list(term.params["body_indices"]), term.params["threshold"]
+        error = (cmd.body_pos_relative_w[:, idx, 2] - robot.body_pos_w[:, idx, 2]).abs()
+        plain = (error > threshold).any(dim=-1)
+        assert torch.equal(term.func(env, **term.params), plain)
+
+
+def test_final_obs_holds_the_observation_before_the_reset_and_obs_the_one_after():
+    """Rows that end in a step: ``final_obs`` is the observation of the state they ended in and
+    ``obs`` that of their new episode; the other rows' two are equal. Neither changes later."""
+    e = build(num_envs=4, **EXACT)
+    e.reset()
+    compute_terms = e.termination_manager.compute
+    before = {}
+
+    def end_row_1():  # row 1 times out now
+        terminated, truncated = compute_terms()
+        truncated = truncated.clone()
+        truncated[1] = ~terminated[1]
+        return terminated, truncated
+
+    reset_rows = e._reset_rows
+
+    def spy(env_ids):  # the observation just before the reset (noise is off: deterministic)
+        before.update(e.observation_manager.compute())
+        return reset_rows(env_ids)
+
+    e.step(torch.zeros(4, e.num_actions))
+    e.termination_manager.compute, e._reset_rows = end_row_1, spy
+    obs, _, terminated, truncated, extras = e.step(torch.zeros(4, e.num_actions))
+    e.termination_manager.compute, e._reset_rows = compute_terms, reset_rows
+    assert (terminated | truncated).tolist() == [False, True, False, False]
+    after = e.observation_manager.compute()
+    kept = {g: (obs[g].clone(), extras["final_obs"][g].clone()) for g in obs}
+    for g in obs:
+        assert torch.equal(extras["final_obs"][g], before[g])
+        assert torch.equal(obs[g][1], after[g][1])
+        assert not torch.equal(obs[g][1], extras["final_obs"][g][1])
+        assert torch.equal(obs[g][[0, 2, 3]], extras["final_obs"][g][[0, 2, 3]])
+    for _ in range(2):
+        e.step(0.3 * torch.ones(4, e.num_actions))
+    for g in obs:
+        assert torch.equal(obs[g], kept[g][0]) and torch.equal(extras["final_obs"][g], kept[g][1])
+    e.close()

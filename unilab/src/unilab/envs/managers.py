@@ -162,8 +162,9 @@ class ObservationManager:
                 self._noise[g] = None
             else:  # noise only the noisy columns: one draw of (N, len(cols)) per compute
                 sel = _as_slice(cols)
+                # 2 * scale: the draw u becomes (u - 0.5) * (2 scale), see compute
                 self._noise[g] = (sel if isinstance(sel, slice) else sel.to(env.device),
-                                  scale[cols].to(env.device))
+                                  (2.0 * scale[cols]).to(env.device))
         # group -> [(term, cache key or None)], the keys computed once
         self._terms = {g: [(t, self._key(t)) for t in terms.values()] for g, terms in groups.items()}
 
@@ -205,10 +206,13 @@ class ObservationManager:
             obs.nan_to_num_(nan=0.0, posinf=0.0, neginf=0.0)  # a diverged row must not poison replay
             noise = self._noise[g]
             if self.noise_enabled and noise is not None:
-                cols, scale = noise
-                u = torch.rand((obs.shape[0], len(scale)), device=obs.device,
+                cols, scale2 = noise
+                u = torch.rand((obs.shape[0], len(scale2)), device=obs.device,
                                generator=self.env.generator)
-                u.mul_(2.0).sub_(1.0).mul_(scale)
+                # U(-1, 1) * scale in one op fewer than (2u - 1) * scale, and equal to it bit for
+                # bit: torch's CPU float32 draws are multiples of 2^-24 in [0, 1), so u - 0.5 is
+                # exact, and (u - 0.5) * (2 scale) rounds the same real product once
+                u.sub_(0.5).mul_(scale2)
                 if self.noise_rows is not None:
                     rows = self.noise_rows if env_ids is None else self.noise_rows[env_ids]
                     u.mul_(rows[:, None])

@@ -13,6 +13,13 @@ tensor are strided and its result needs a stack."""
 Vec3 = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 """A batch of 3-vectors as its (x, y, z) components, three broadcastable tensors (as :data:`Parts`)."""
 
+# 0-dim float32 constants for the per-step helpers below: a Python number in a tensor op is first
+# copied into a tensor of the operand's dtype (a cast op per call); a 0-dim tensor of the same
+# value takes part in the op as that number would (it does not widen the result's dtype), so
+# the results are the same, bit for bit, with one op fewer.
+_ONE = torch.tensor(1.0, dtype=torch.float32)
+_TWO = torch.tensor(2.0, dtype=torch.float32)
+
 
 def quat_rotate_inverse(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Rotate world vectors into the frame of ``q``: R(q)^T v.
@@ -25,14 +32,14 @@ def quat_rotate_inverse(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         (..., 3) the vectors expressed in the body frame.
     """
     w, xyz = q[..., :1], q[..., 1:]
-    t = 2.0 * torch.cross(xyz, v, dim=-1)
+    t = _TWO * torch.cross(xyz, v, dim=-1)
     return v - w * t + torch.cross(xyz, t, dim=-1)
 
 
 def quat_rotate(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Rotate body-frame vectors into the world frame: R(q) v. Shapes as quat_rotate_inverse."""
     w, xyz = q[..., :1], q[..., 1:]
-    t = 2.0 * torch.cross(xyz, v, dim=-1)
+    t = _TWO * torch.cross(xyz, v, dim=-1)
     return v + w * t + torch.cross(xyz, t, dim=-1)
 
 
@@ -64,7 +71,7 @@ def quat_rotate_parts(q: Parts, v: Vec3, inverse: bool = False) -> Vec3:
     """
     w, x, y, z = q
     u, neg_u = (x, y, z), (-x, -y, -z)
-    t = tuple(2.0 * c for c in _cross_parts(u, neg_u, v))
+    t = tuple(_TWO * c for c in _cross_parts(u, neg_u, v))
     c = _cross_parts(u, neg_u, t)
     if inverse:
         return tuple(vi - w * ti + ci for vi, ti, ci in zip(v, t, c))
@@ -115,9 +122,9 @@ def projected_gravity(q: torch.Tensor) -> torch.Tensor:
     once in ``addcmul`` as ``torch.cross`` rounds it), with 7 tensor ops instead of 12.
     """
     w, x, y, z = q.unbind(-1)
-    x2, y2 = 2.0 * x, 2.0 * y
+    x2, y2 = _TWO * x, _TWO * y
     return torch.stack(
-        (w * y2 - z * x2, -(w * x2) - z * y2, torch.addcmul(y * y2, x, x2) - 1.0), dim=-1
+        (w * y2 - z * x2, -(w * x2) - z * y2, torch.addcmul(y * y2, x, x2) - _ONE), dim=-1
     )
 
 
@@ -125,8 +132,8 @@ def projected_gravity_z(q: torch.Tensor) -> torch.Tensor:
     """(...,) the z component of :func:`projected_gravity` alone, in its float operations (bit
     for bit): ``2(x^2 + y^2) - 1`` for (..., 4) wxyz quaternions q."""
     _, x, y, _ = q.unbind(-1)
-    x2, y2 = 2.0 * x, 2.0 * y
-    return torch.addcmul(y * y2, x, x2) - 1.0
+    x2, y2 = _TWO * x, _TWO * y
+    return torch.addcmul(y * y2, x, x2) - _ONE
 
 
 def quat_conjugate(q: torch.Tensor) -> torch.Tensor:
@@ -137,7 +144,7 @@ def quat_conjugate(q: torch.Tensor) -> torch.Tensor:
 def yaw_quat(q: torch.Tensor) -> torch.Tensor:
     """(..., 4) the yaw-only part of wxyz quaternions (rotation about world z)."""
     w, x, y, z = q.unbind(-1)
-    yaw = torch.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+    yaw = torch.atan2(_TWO * (w * z + x * y), _ONE - _TWO * (y * y + z * z))
     return quat_from_yaw(yaw)
 
 
@@ -149,7 +156,7 @@ def quat_error_magnitude(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def quat_error_magnitude_parts(a: Parts, b: Parts) -> torch.Tensor:
     """:func:`quat_error_magnitude` of quaternions given as (w, x, y, z) components, (...,) rad."""
     dw, dx, dy, dz = quat_mul_parts(quat_conjugate_parts(a), b)
-    return 2.0 * torch.atan2(torch.linalg.vector_norm(torch.stack((dx, dy, dz), dim=-1), dim=-1), dw.abs())
+    return _TWO * torch.atan2(torch.linalg.vector_norm(torch.stack((dx, dy, dz), dim=-1), dim=-1), dw.abs())
 
 
 def matrix_from_quat(q: torch.Tensor) -> torch.Tensor:
@@ -180,7 +187,8 @@ def rot6d_from_parts(q: Parts) -> torch.Tensor:
     xx, yy, zz = x * x, y * y, z * z
     xy, xz, yz, wx, wy, wz = x * y, x * z, y * z, w * x, w * y, w * z
     return torch.stack(
-        (1 - 2 * (yy + zz), 2 * (xy - wz), 2 * (xy + wz), 1 - 2 * (xx + zz), 2 * (xz - wy), 2 * (yz + wx)),
+        (_ONE - _TWO * (yy + zz), _TWO * (xy - wz), _TWO * (xy + wz),
+         _ONE - _TWO * (xx + zz), _TWO * (xz - wy), _TWO * (yz + wx)),
         dim=-1,
     )
 

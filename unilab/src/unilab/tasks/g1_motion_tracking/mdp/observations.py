@@ -12,15 +12,12 @@ import torch
 
 from unilab.envs.managers import row_subset
 from unilab.utils.math import (
-    quat_conjugate,
     quat_conjugate_parts,
-    quat_mul,
     quat_mul_parts,
     quat_parts,
     quat_rotate_inverse,
     quat_rotate_parts,
     rot6d_from_parts,
-    rot6d_from_quat,
 )
 
 
@@ -49,7 +46,10 @@ def motion_anchor_ori_b(env, command_name: str = "motion", env_ids: torch.Tensor
     of its rotation matrix (the 6D representation)."""
     cmd = env.commands[command_name]
     _, quat = _robot_anchor(env, cmd, env_ids)
-    return rot6d_from_quat(quat_mul(quat_conjugate(quat), _rows(cmd.anchor_quat_w, env_ids)))
+    # on components: the float operations of rot6d_from_quat(quat_mul(quat_conjugate(q), r)),
+    # without the conjugate's concatenation and the product's stack
+    rel = quat_mul_parts(quat_conjugate_parts(quat.unbind(-1)), _rows(cmd.anchor_quat_w, env_ids).unbind(-1))
+    return rot6d_from_parts(rel)
 
 
 @row_subset

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from unilab.utils.math import projected_gravity_z
@@ -28,9 +30,16 @@ def bad_motion_body_pos_z_only(
     """Any of ``body_indices`` (tracked-body rows, e.g. the end effectors) has
     |z - z_ref_rel| > threshold, m."""
     cmd = env.commands[command_name]
-    idx = list(body_indices)
-    error = (cmd.body_pos_relative_parts[2][:, idx] - env.robot.body_pos_w[:, idx, 2]).abs()
+    idx = _index(body_indices, env.device)
+    ref_z = cmd.body_pos_relative_parts[2].index_select(1, idx)
+    error = (ref_z - env.robot.body_pos_w[:, :, 2].index_select(1, idx)).abs()
     return (error > threshold).any(dim=-1)
+
+
+@functools.lru_cache(maxsize=16)
+def _index(indices: tuple[int, ...], device) -> torch.Tensor:
+    """(k,) int64 ``indices`` on ``device``, made once (a list index is converted per call)."""
+    return torch.tensor(indices, dtype=torch.long, device=device)
 
 
 def motion_end(env, command_name: str = "motion") -> torch.Tensor:
