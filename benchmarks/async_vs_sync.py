@@ -128,7 +128,13 @@ def main() -> None:
     parser.add_argument("--ab", default=None, metavar="ROOT",
                         help="another checkout: run this benchmark on it and on this one (child processes), "
                              "print both and the new/old ratios")
+    parser.add_argument("--ab-rounds", type=int, default=1, metavar="N",
+                        help="with --ab: N rounds, alternating which checkout goes first (old-new, new-old, ...); "
+                             "each row's rate is the mean over the rounds, so a drift of the host over the call "
+                             "cancels to first order with an even N")
     args = parser.parse_args()
+    if args.ab_rounds < 1:
+        parser.error(f"--ab-rounds: expected an integer >= 1, got {args.ab_rounds}")
     if args.ab:
         return ab(args, parser)
     from unilab.build import prepare
@@ -375,6 +381,12 @@ def _options_of(script: Path) -> set[str]:
     return set(re.findall(r"(--[a-z][a-z0-9-]*)", text))
 
 
+def _mean_rates(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Each row's mean rate over the runs that have it (rows a run lacks are left out of its mean)."""
+    keys = dict.fromkeys(k for r in runs for k in r)
+    return {k: sum(r[k] for r in runs if k in r) / sum(k in r for r in runs) for k in keys}
+
+
 def _argv_for(argv: list[str], known: set[str], parser: argparse.ArgumentParser) -> tuple[list[str], list[str]]:
     """``argv`` without the options outside ``known`` (each with its value): (kept, dropped)."""
     takes_value = {o for a in parser._actions for o in a.option_strings if a.nargs != 0}
@@ -401,6 +413,8 @@ def ab(args, parser: argparse.ArgumentParser) -> None:
     options the older copy does not list in ``--help`` are left out of its run and named. Rows
     only one side has print ``-`` for the other, except a single async row on each side, which
     is one row whatever its name (``async/async_s2``). Its results must be JSON as ``--out`` writes it.
+    With ``--ab-rounds N`` both sides run N times, the first of each pair alternating, and each row
+    is the mean over the rounds; the per-round ratios are printed too.
 
     Raises:
         SystemExit: ``args.ab`` has no ``benchmarks/async_vs_sync.py``.
@@ -416,11 +430,15 @@ def ab(args, parser: argparse.ArgumentParser) -> None:
         raise SystemExit(f"error: --ab {args.ab}: no benchmarks/async_vs_sync.py there; expected a checkout of this repository")
     # each side runs without --ab and with its own --out (each given with its value or as --opt=value)
     own = {o for action in parser._actions for o in action.option_strings}
-    argv, _ = _argv_for(sys.argv[1:], own - {"--ab", "--out"}, parser)
-    rates = {}
+    argv, _ = _argv_for(sys.argv[1:], own - {"--ab", "--ab-rounds", "--out"}, parser)
+    rounds: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
+    # Rounds alternate which checkout runs first (old-new, new-old, ...): a host that speeds up or
+    # slows down over the call then favours neither side once the rounds are averaged.
+    order = [label for i in range(args.ab_rounds) for label in (("old", "new") if i % 2 == 0 else ("new", "old"))]
     with tempfile.TemporaryDirectory() as tmp:
-        for label, root in roots.items():
-            out = Path(tmp) / f"{label}.json"
+        for i, label in enumerate(order):
+            root = roots[label]
+            out = Path(tmp) / f"{label}_{i}.json"
             path = os.pathsep.join(str(root / p / "src") for p in ("unilab", "unisim", "unilab_rl", "mjbatch_uni"))
             rest = os.environ.get("PYTHONPATH")  # e.g. where the dependencies were installed
             env = {**os.environ, "PYTHONPATH": path + (os.pathsep + rest if rest else "")}
@@ -434,9 +452,14 @@ def ab(args, parser: argparse.ArgumentParser) -> None:
                                      f"expected the defaults (--algo sac --task g1_walk_flat) for such a checkout")
                 if dropped:
                     print(f"== old: options its copy lacks, left out: {' '.join(dropped)}", flush=True)
-            print(f"== {label}: {root}", flush=True)
+            print(f"== {label}: {root} (round {i // 2 + 1} of {args.ab_rounds})", flush=True)
             subprocess.run([sys.executable, str(scripts[label]), *run_argv, "--out", str(out)], check=True, env=env)
-            rates[label] = _rates(json.loads(out.read_text()))
+            rounds[label].append(_rates(json.loads(out.read_text())))
+    rates = {label: _mean_rates(runs) for label, runs in rounds.items()}
+    if args.ab_rounds > 1:
+        for i, (o, n) in enumerate(zip(rounds["old"], rounds["new"])):
+            ratios = ", ".join(f"{k} {n[k] / o[k]:.3f}" for k in o if k in n and o[k])
+            print(f"round {i + 1} ({'old first' if i % 2 == 0 else 'new first'}) new/old: {ratios}")
     # One async row on each side under different names (e.g. the newer default has more shards,
     # so its row is async_s2): they are the same training, compared as one row.
     asyncs = {label: [k for k in r if k.startswith("async")] for label, r in rates.items()}
