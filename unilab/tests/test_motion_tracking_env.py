@@ -332,3 +332,20 @@ def test_final_obs_holds_the_observation_before_the_reset_and_obs_the_one_after(
     for g in obs:
         assert torch.equal(obs[g], kept[g][0]) and torch.equal(extras["final_obs"][g], kept[g][1])
     e.close()
+
+
+def test_end_effector_termination_takes_body_indices_as_a_list_or_a_tuple() -> None:
+    # A config may give the rows as a list (YAML) or a tuple (the task's own config).
+    from types import SimpleNamespace
+
+    from unilab.tasks.g1_motion_tracking.mdp import terminations
+
+    gen = torch.Generator().manual_seed(0)
+    n, b = 6, 5
+    cmd = SimpleNamespace(body_pos_relative_parts=tuple(torch.rand(n, b, generator=gen) for _ in range(3)))
+    env = SimpleNamespace(commands={"motion": cmd}, robot=SimpleNamespace(body_pos_w=torch.rand(n, b, 3, generator=gen)),
+                          device=torch.device("cpu"))
+    expected = ((cmd.body_pos_relative_parts[2][:, [1, 3]] - env.robot.body_pos_w[:, [1, 3], 2]).abs() > 0.6).any(-1)
+    assert expected.any() and not expected.all()  # the threshold splits the rows
+    for rows in ([1, 3], (1, 3)):
+        assert torch.equal(terminations.bad_motion_body_pos_z_only(env, 0.6, rows), expected)

@@ -30,7 +30,7 @@ def bad_motion_body_pos_z_only(
     """Any of ``body_indices`` (tracked-body rows, e.g. the end effectors) has
     |z - z_ref_rel| > threshold, m."""
     cmd = env.commands[command_name]
-    idx = _index(body_indices, env.device)
+    idx = _index(tuple(body_indices), env.device)  # a list from a config is accepted too
     ref_z = cmd.body_pos_relative_parts[2].index_select(1, idx)
     error = (ref_z - env.robot.body_pos_w[:, :, 2].index_select(1, idx)).abs()
     return (error > threshold).any(dim=-1)
