@@ -232,17 +232,23 @@ class Actor(nn.Module):
                 faces); log_prob: (B,) float32 log pi(action | obs), see
                 :func:`squashed_gaussian_log_prob`. Both differentiable w.r.t. the parameters.
         """
-        mean, log_std = self(obs)
-        u = mean + torch.exp(log_std) * torch.randn_like(mean)  # (B, A) reparameterization trick
+        u, mean, log_std = self._draw(obs)
         log_prob = squashed_gaussian_log_prob(u, mean, log_std, self.action_half_range)  # (B,)
         return self.squash(u), log_prob
+
+    def _draw(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(u, mean, log_std), (B, A) each: the pre-tanh sample ``u = mean + std * eps`` with
+        ``eps = randn_like(mean)`` from the global RNG of ``obs``'s device (the reparameterization
+        trick), shared by :meth:`sample` and :meth:`explore` so both draw the same action."""
+        mean, log_std = self(obs)
+        return mean + torch.exp(log_std) * torch.randn_like(mean), mean, log_std
 
     def explore(self, obs: torch.Tensor) -> torch.Tensor:
         """The action of :meth:`sample` without its log-probability, for collection.
 
-        Draws the same noise (``randn_like(mean)`` from the global RNG of ``obs``'s device) and
-        runs the same float operations as :meth:`sample`, so the action is bit-identical to
-        ``sample(obs)[0]``; skipping the density saves about a third of the acting kernels.
+        Shares :meth:`sample`'s draw (:meth:`_draw`), so the action is bit-identical to
+        ``sample(obs)[0]`` from the same RNG state; skipping the density saves about a third of
+        the acting kernels.
 
         Args:
             obs: (B, obs_dim) float32.
@@ -250,8 +256,7 @@ class Actor(nn.Module):
         Returns:
             (B, A) float32 inside ``[action_low, action_high]``.
         """
-        mean, log_std = self(obs)
-        return self.squash(mean + torch.exp(log_std) * torch.randn_like(mean))
+        return self.squash(self._draw(obs)[0])
 
     def deterministic_action(self, obs: torch.Tensor) -> torch.Tensor:
         """Evaluation action ``centre + half_range * tanh(mean)``, (B, A) float32."""
