@@ -189,6 +189,31 @@ def test_critic_kind_is_checked():
             FlashSACConfig(critic="mlp", critic_mlp_hidden=widths)
 
 
+def test_hl_gauss_target_is_checked_and_reaches_the_update(make_env, monkeypatch):
+    from unilab_rl.algorithms.flashsac import update as fu
+
+    assert (FlashSACConfig().categorical_target, FlashSACConfig().hl_gauss_sigma) == ("projected", 0.75)
+    with pytest.raises(ValueError, match=r"FlashSACConfig.categorical_target must be 'projected' or 'hl_gauss', got 'gauss'"):
+        FlashSACConfig(categorical_target="gauss")
+    with pytest.raises(ValueError, match=r"FlashSACConfig.hl_gauss_sigma must be > 0, got 0.0"):
+        FlashSACConfig(hl_gauss_sigma=0.0)
+    torch.manual_seed(0)
+    env = make_env(num_envs=8)
+    agent = make_flashsac(env, categorical_target="hl_gauss", hl_gauss_sigma=0.6, buffer_size_per_env=4,
+                          batch_size=32, num_updates=1, lr=1e-3, lr_end=1e-3)
+    fill_random(agent, env, 4)
+    seen, projected = [], []
+    original = fu.hl_gauss_target
+    monkeypatch.setattr(fu, "hl_gauss_target", lambda v, z, sigma: seen.append(sigma) or original(v, z, sigma))
+    monkeypatch.setattr(fu, "categorical_td_target", lambda *a, **k: projected.append(1))
+    logs = [agent.update() for _ in range(20)]
+    assert seen == [0.6] * 20 and not projected
+    assert all(math.isfinite(m["Loss/critic"]) and math.isfinite(m["Critic/target_q"]) for m in logs)
+    # Cross-entropy to a target that is never one-hot stays above zero; it falls on the 32 rows
+    # the buffer holds as the critic fits them.
+    assert 0 < logs[-1]["Loss/critic"] < logs[0]["Loss/critic"]
+
+
 MLP = dict(critic="mlp", critic_mlp_hidden=(32, 32))
 
 

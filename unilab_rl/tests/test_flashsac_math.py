@@ -69,6 +69,68 @@ def test_projection_conserves_mass_and_matches_a_naive_loop():
     torch.testing.assert_close(target.double(), want, atol=1e-6, rtol=0)
 
 
+def naive_hl_gauss(value, support, sigma_bins):
+    """HL-Gauss written bin by bin with math.erf: the mass of N(y, sigma^2) on each atom's bin,
+    over the mass on the whole support."""
+    k = len(support)
+    dz = (float(support[-1]) - float(support[0])) / (k - 1)
+    y = min(max(value, float(support[0])), float(support[-1]))
+    sigma = sigma_bins * dz
+    cdf = [0.5 * (1 + math.erf((float(support[0]) + (j - 0.5) * dz - y) / (sigma * math.sqrt(2)))) for j in range(k + 1)]
+    return [(cdf[j + 1] - cdf[j]) / (cdf[-1] - cdf[0]) for j in range(k)]
+
+
+def test_hl_gauss_target_matches_a_naive_loop_sums_to_one_and_keeps_the_mean():
+    support = torch.linspace(-5, 5, 101)
+    values = torch.tensor([0.0, 0.123, -3.31, 4.2, 7.0, -9.0])  # the last two past the support's ends
+    target = fu.hl_gauss_target(values, support, 0.75)
+    assert target.shape == (6, 101) and target.dtype == torch.float32 and (target >= 0).all()
+    torch.testing.assert_close(target.sum(-1), torch.ones(6))
+    want = torch.tensor([naive_hl_gauss(float(v), support, 0.75) for v in values])
+    torch.testing.assert_close(target, want, atol=5e-6, rtol=0)  # float32 differences of CDFs
+    # Inside the support the mean is the target (to float32 rounding); past an end the mass sits at that end.
+    means = (target * support).sum(-1)
+    torch.testing.assert_close(means[:4], values[:4], atol=1e-4, rtol=0)
+    assert target[4].argmax() == 100 and target[5].argmax() == 0
+    # sigma in bin widths: at 0.75 about 49 % of the mass is on the nearest atom (2 Phi(0.5/0.75) - 1).
+    assert float(target[0, 50]) == pytest.approx(math.erf(0.5 / 0.75 / math.sqrt(2)), abs=1e-5)
+    wider = fu.hl_gauss_target(values[:1], support, 2.0)
+    assert float(wider[0, 50]) < float(target[0, 50])
+
+
+def test_hl_gauss_critic_target_is_centred_on_the_scalar_soft_td_target(monkeypatch):
+    """critic_objective(target="hl_gauss") spreads the scalar backup of the chosen next
+    distribution, r + gamma (1 - terminated) (E[Z'] - alpha log pi'), over the atoms."""
+    torch.manual_seed(0)
+    actor = FlashActor(3, -torch.ones(2), torch.ones(2), hidden_dim=16, num_blocks=1)
+    critic = CategoricalCritic(4, 2, hidden_dim=16, num_blocks=1, num_bins=51, v_min=-5.0, v_max=5.0)
+    critic_target = CategoricalCritic(4, 2, hidden_dim=16, num_blocks=1, num_bins=51, v_min=-5.0, v_max=5.0)
+    critic_target.load_state_dict(critic.state_dict())
+    b = 8
+    args = (actor, critic, critic_target, torch.randn(b, 4), torch.rand(b, 2) * 2 - 1, torch.randn(b),
+            torch.tensor([False] * 6 + [True] * 2), torch.randn(b, 3), torch.randn(b, 4), torch.tensor(0.05), 0.9)
+    seen = {}
+    original = fu.hl_gauss_target
+    monkeypatch.setattr(fu, "hl_gauss_target",
+                        lambda values, support, sigma: seen.update(values=values, sigma=sigma) or original(values, support, sigma))
+    torch.manual_seed(1)
+    loss, info = fu.critic_objective(*args, target="hl_gauss", hl_gauss_sigma=0.5)
+    assert seen["sigma"] == 0.5 and torch.isfinite(loss)
+    # The same a' ~ pi(s') and the same target-critic pass, by hand.
+    _, _, _, obs, actions, rewards, terminated, next_actor, next_critic, alpha, gamma = args
+    torch.manual_seed(1)
+    with torch.no_grad():
+        next_actions, next_log_pi = actor.sample(next_actor, training=False)
+        q_all, log_probs_all = critic_target(torch.cat([obs, next_critic]), torch.cat([actions, next_actions]), training=True)
+        chosen = fu.select_min_q_distribution(q_all[:, b:], log_probs_all[:, b:]).exp()
+        want = rewards + gamma * (~terminated).float() * ((chosen * critic.support).sum(-1) - alpha * next_log_pi)
+    torch.testing.assert_close(seen["values"], want)
+    # The histogram's mean is the target to within its discretization (at sigma = 0.5 bins, up to
+    # 0.0023 bin widths of 0.2) and the renormalization near the support's ends.
+    assert float(want.abs().max()) < 4.5
+    torch.testing.assert_close(info["target_q"], want.mean(), atol=1e-3, rtol=0)
+
+
 def test_min_q_distribution_is_chosen_per_row():
     log_probs = torch.log_softmax(torch.randn(2, 4, 5), dim=-1)
     q = torch.tensor([[0.0, 1.0, -1.0, 2.0], [0.5, 0.5, 0.0, 1.0]])

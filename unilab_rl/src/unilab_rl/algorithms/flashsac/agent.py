@@ -369,13 +369,15 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
         next_critic_obs: torch.Tensor,  # (B, Dc)
     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         # cfg.critic is fixed for the learner's life: torch.compile traces one branch and guards on it.
-        objective = flash_update.scalar_critic_objective if self.cfg.critic == "mlp" else flash_update.critic_objective
         with self._autocast():
-            return objective(
-                self.actor, self.critic, self.critic_target, critic_obs, actions, rewards, terminated,
-                next_actor_obs, next_critic_obs, self.log_temperature.detach().exp(),
-                self.cfg.gamma**self.cfg.n_step,
-            )  # fmt: skip
+            args = (self.actor, self.critic, self.critic_target, critic_obs, actions, rewards, terminated,
+                    next_actor_obs, next_critic_obs, self.log_temperature.detach().exp(),
+                    self.cfg.gamma**self.cfg.n_step)  # fmt: skip
+            if self.cfg.critic == "mlp":
+                return flash_update.scalar_critic_objective(*args)
+            return flash_update.critic_objective(
+                *args, target=self.cfg.categorical_target, hl_gauss_sigma=self.cfg.hl_gauss_sigma
+            )
 
     def _actor_objective(
         self,

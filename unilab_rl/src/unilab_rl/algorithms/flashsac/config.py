@@ -120,6 +120,23 @@ class FlashSACConfig:
     """Largest absolute scaled return the scaling aims for, and so the half-width of the critic's
     support, ``linspace(-normalized_g_max, normalized_g_max, num_bins)`` (paper:
     ``normalized_G_max`` = 5 and ``linspace(-5, 5)``)."""
+    categorical_target: Literal["projected", "hl_gauss"] = "projected"
+    """What the categorical critic's cross-entropy is taken against.
+
+    * ``"projected"`` (default, the paper's): the target critic's distribution at ``(s', a')``,
+      shifted by the soft Bellman backup and projected onto the atoms (C51, Bellemare et al. 2017,
+      arXiv 1707.06887; :func:`~unilab_rl.algorithms.flashsac.update.categorical_td_target`).
+    * ``"hl_gauss"``: a Gaussian histogram of standard deviation :attr:`hl_gauss_sigma` bin widths
+      around the scalar soft TD target ``r + gamma (1 - terminated) (E[Z'] - alpha log pi')``
+      (HL-Gauss: Imani & White 2018, ICML; Farebrother et al. 2024, arXiv 2403.03950;
+      :func:`~unilab_rl.algorithms.flashsac.update.hl_gauss_target`). The critic learns the
+      expected return as a classification, not the return's distribution. Not part of the
+      FlashSAC paper.
+
+    Unused with ``critic="mlp"``."""
+    hl_gauss_sigma: float = 0.75
+    """Standard deviation of the HL-Gauss target in bin widths (Farebrother et al. 2024's
+    recommendation: 0.75). Used only with ``categorical_target="hl_gauss"``."""
 
     # -- Optimizers -------------------------------------------------------------------------
     lr: float = 3e-4
@@ -223,7 +240,8 @@ class FlashSACConfig:
 
         Raises:
             ValueError: naming the first field out of range (or ``critic`` not ``"categorical"``
-                or ``"mlp"``, ``actor`` not ``"residual"`` or ``"mlp"``) and its value.
+                or ``"mlp"``, ``actor`` not ``"residual"`` or ``"mlp"``, ``categorical_target`` not
+                ``"projected"`` or ``"hl_gauss"``) and its value.
         """
         at_least_one = ("buffer_size_per_env", "batch_size", "num_updates", "actor_update_period",
                         "actor_num_blocks", "actor_hidden_dim", "critic_num_blocks", "critic_hidden_dim")
@@ -241,7 +259,8 @@ class FlashSACConfig:
             )
         if self.num_bins < 2:
             raise ValueError(f"FlashSACConfig.num_bins must be >= 2, got {self.num_bins!r}")
-        for name in ("lr", "lr_end", "init_temperature", "temperature_lr_scale", "target_sigma", "normalized_g_max"):
+        for name in ("lr", "lr_end", "init_temperature", "temperature_lr_scale", "target_sigma", "normalized_g_max",
+                     "hl_gauss_sigma"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"FlashSACConfig.{name} must be > 0, got {getattr(self, name)!r}")
         if not 0.0 <= self.gamma <= 1.0:
@@ -259,6 +278,10 @@ class FlashSACConfig:
                              "mirror), got FlashSACConfig.symmetry=false")
         if self.critic not in ("categorical", "mlp"):
             raise ValueError(f"FlashSACConfig.critic must be 'categorical' or 'mlp', got {self.critic!r}")
+        if self.categorical_target not in ("projected", "hl_gauss"):
+            raise ValueError(
+                f"FlashSACConfig.categorical_target must be 'projected' or 'hl_gauss', got {self.categorical_target!r}"
+            )
         if self.actor not in ("residual", "mlp"):
             raise ValueError(f"FlashSACConfig.actor must be 'residual' or 'mlp', got {self.actor!r}")
         for name in ("critic_mlp_hidden", "actor_mlp_hidden"):

@@ -15,6 +15,8 @@ FlashSAC (arXiv 2604.04539; official ``Holiday-Robot/FlashSAC`` at 87edc90,
    critic run in training mode on ``concat((s, a), (s', a'))`` so prediction and target share
    batch statistics (CrossQ-style); the target takes the distribution of the target critic with
    the lower expected Q (:func:`select_min_q_distribution`), ``a' ~ pi(.|s')`` on running statistics;
+   with ``FlashSACConfig.categorical_target="hl_gauss"`` (not in the paper) the target is instead
+   a Gaussian histogram around that distribution's scalar soft TD target (:func:`hl_gauss_target`);
 4. EMA of the target critic's parameters (:func:`ema_update`).
 
 With ``FlashSACConfig.critic="mlp"`` (an ablation toward SAC, not in the paper) step 3 is SAC's
@@ -124,6 +126,40 @@ def categorical_td_target(
     return target
 
 
+def hl_gauss_target(
+    values: torch.Tensor,  # (B,) scalar targets
+    support: torch.Tensor,  # (K,) evenly spaced atoms
+    sigma_bins: float,
+) -> torch.Tensor:
+    """Histogram loss target with a Gaussian (HL-Gauss): each atom's bin probability under
+    ``N(y, (sigma_bins dz)^2)``, renormalized over the support.
+
+    Atom ``z_k`` owns the bin ``[z_k - dz / 2, z_k + dz / 2]``; its probability is
+    ``Phi((z_k + dz/2 - y) / sigma) - Phi((z_k - dz/2 - y) / sigma)``, divided by the mass of the
+    whole support ``[z_0 - dz/2, z_{K-1} + dz/2]`` so each row sums to 1 (Imani & White 2018,
+    "Improving Regression Performance with Distributional Losses", ICML; Farebrother et al. 2024,
+    arXiv 2403.03950, section 3.1, who recommend ``sigma / dz = 0.75``). For ``y`` inside the
+    support, away from its ends, the target's mean is ``y`` to within about
+    ``exp(-2 pi^2 sigma_bins^2) dz`` (1.5e-5 bin widths at 0.75); ``y`` is clamped to the support
+    first, so a target past an end puts its mass at that end, as the projection does.
+
+    Args:
+        values: (B,) scalar targets, any float dtype.
+        support: (K,) evenly spaced atoms, K >= 2.
+        sigma_bins: the Gaussian's standard deviation in bin widths, > 0.
+
+    Returns:
+        (B, K) probabilities in ``values``' dtype, each row summing to 1.
+    """
+    v_min, v_max = support[0], support[-1]
+    delta_z = (v_max - v_min) / (support.shape[0] - 1)
+    edges = torch.cat([support - 0.5 * delta_z, (v_max + 0.5 * delta_z).reshape(1)]).to(values.dtype)  # (K + 1,)
+    y = values.clamp(v_min, v_max).unsqueeze(-1)  # (B, 1)
+    cdf = torch.special.ndtr((edges - y) / (sigma_bins * delta_z))  # (B, K + 1)
+    mass = cdf[:, 1:] - cdf[:, :-1]  # (B, K)
+    return mass / (cdf[:, -1:] - cdf[:, :1])
+
+
 def critic_loss(target_probs: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
     """Cross-entropy ``-sum_k target_k log p_k``, averaged over critics and batch.
 
@@ -214,8 +250,17 @@ def critic_objective(
     next_critic_obs: torch.Tensor,  # (B, Dc)
     alpha: torch.Tensor,  # ()
     gamma: float,
+    target: str = "projected",
+    hl_gauss_sigma: float = 0.75,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Categorical soft TD target and the critic loss (step 3); forward only.
+
+    ``target="projected"`` (the paper's): the target critic's distribution at ``(s', a')``,
+    shifted and projected onto the support (:func:`categorical_td_target`). ``target="hl_gauss"``:
+    the scalar soft TD target ``y = r + gamma (1 - terminated) (E[Z'] - alpha log pi(a'|s'))`` of
+    that same distribution, spread over the atoms by :func:`hl_gauss_target` with standard
+    deviation ``hl_gauss_sigma`` bin widths; the critic then learns a classification of the
+    expected return rather than the return's distribution.
 
     Updates the batch-norm running statistics of ``critic`` and ``critic_target`` (training-mode
     forward), nothing else.
@@ -231,9 +276,15 @@ def critic_objective(
     with torch.no_grad():
         q_all_target, log_probs_all_target = critic_target(obs_all, actions_all, training=True)  # (E, 2B), (E, 2B, K)
         next_log_probs = select_min_q_distribution(q_all_target[:, batch:], log_probs_all_target[:, batch:])  # (B, K)
-        target_probs = categorical_td_target(
-            next_log_probs.exp(), rewards, terminated, alpha * next_log_pi, gamma, critic.support
-        )  # (B, K)
+        if target == "hl_gauss":
+            next_value = (next_log_probs.exp() * critic.support).sum(-1)  # (B,) E[Z'(s', a')]
+            not_done = (~terminated.bool()).to(next_value.dtype)
+            values = rewards + gamma * not_done * (next_value - alpha * next_log_pi)  # (B,)
+            target_probs = hl_gauss_target(values, critic.support, hl_gauss_sigma)  # (B, K)
+        else:
+            target_probs = categorical_td_target(
+                next_log_probs.exp(), rewards, terminated, alpha * next_log_pi, gamma, critic.support
+            )  # (B, K)
     q_all, log_probs_all = critic(obs_all, actions_all, training=True)  # (E, 2B), (E, 2B, K)
     loss = critic_loss(target_probs, log_probs_all[:, :batch])
     target_q = (target_probs * critic.support).sum(-1).mean()
@@ -313,6 +364,6 @@ def actor_objective(
 
 __all__ = [
     "actor_loss", "actor_objective", "apply_gradients", "categorical_td_target", "cosine_learning_rate",
-    "critic_loss", "critic_objective", "ema_update", "scalar_critic_loss", "scalar_critic_objective",
+    "critic_loss", "critic_objective", "ema_update", "hl_gauss_target", "scalar_critic_loss", "scalar_critic_objective",
     "scalar_td_target", "scale_rewards", "select_min_q_distribution", "temperature_loss", "unified_target_entropy",
 ]
