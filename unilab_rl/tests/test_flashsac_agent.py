@@ -545,8 +545,9 @@ def _assert_trained_alike(a, b, logs_a, logs_b, weights_a, weights_b, rel, atol,
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
+@pytest.mark.parametrize("categorical_target", ["projected", "hl_gauss"])
 @pytest.mark.parametrize("mixed_precision", [False, True])
-def test_cuda_graph_replays_take_the_eager_steps(make_env, mixed_precision):
+def test_cuda_graph_replays_take_the_eager_steps(make_env, mixed_precision, categorical_target):
     """Captured updates do what eager updates do: the same random rows (both draw with
     sample_capturable from the device generator), the same losses, learning rates and weights
     after 5 calls of 4 updates (actor every second), of which the first runs both kinds' 3 warm-up
@@ -567,8 +568,10 @@ def test_cuda_graph_replays_take_the_eager_steps(make_env, mixed_precision):
     frozen at capture, a rate 1 % off, a moving average or an update missing or added) puts
     88-100 % of some tensor beyond. bfloat16 gets rel 1e-2, abs 1e-3 throughout."""
     rel, atol, log_atol = (1e-2, 1e-3, 1e-3) if mixed_precision else (1e-4, 1e-5, 5e-5)
-    graphed, logs_g, weights_g = _twin_run(make_env, device="cuda", cuda_graph=True, mixed_precision=mixed_precision)
-    eager, logs_e, weights_e = _twin_run(make_env, device="cuda", cuda_graph=False, mixed_precision=mixed_precision)
+    graphed, logs_g, weights_g = _twin_run(make_env, device="cuda", cuda_graph=True, mixed_precision=mixed_precision,
+                                           categorical_target=categorical_target)
+    eager, logs_e, weights_e = _twin_run(make_env, device="cuda", cuda_graph=False, mixed_precision=mixed_precision,
+                                         categorical_target=categorical_target)
     assert graphed.cuda_graphs and not eager.cuda_graphs
     assert graphed.critic_optimizer.param_groups[0]["capturable"]
     _assert_trained_alike(graphed, eager, logs_g, logs_e, weights_g, weights_e, rel, atol, log_atol)

@@ -96,6 +96,11 @@ def test_hl_gauss_target_matches_a_naive_loop_sums_to_one_and_keeps_the_mean():
     assert float(target[0, 50]) == pytest.approx(math.erf(0.5 / 0.75 / math.sqrt(2)), abs=1e-5)
     wider = fu.hl_gauss_target(values[:1], support, 2.0)
     assert float(wider[0, 50]) < float(target[0, 50])
+    # bfloat16 targets (as under autocast) get float32 bins: rows still sum to 1 and keep the mean.
+    half = fu.hl_gauss_target(values.bfloat16(), support, 0.75)
+    assert half.dtype == torch.bfloat16
+    torch.testing.assert_close(half.float(), fu.hl_gauss_target(values.bfloat16().float(), support, 0.75),
+                               atol=4e-3, rtol=0)
 
 
 def test_hl_gauss_critic_target_is_centred_on_the_scalar_soft_td_target(monkeypatch):
@@ -113,6 +118,8 @@ def test_hl_gauss_critic_target_is_centred_on_the_scalar_soft_td_target(monkeypa
     original = fu.hl_gauss_target
     monkeypatch.setattr(fu, "hl_gauss_target",
                         lambda values, support, sigma: seen.update(values=values, sigma=sigma) or original(values, support, sigma))
+    with pytest.raises(ValueError, match=r"target must be 'projected' or 'hl_gauss', got 'gauss'"):
+        fu.critic_objective(*args, target="gauss")
     torch.manual_seed(1)
     loss, info = fu.critic_objective(*args, target="hl_gauss", hl_gauss_sigma=0.5)
     assert seen["sigma"] == 0.5 and torch.isfinite(loss)

@@ -127,7 +127,7 @@ class FlashSACConfig:
       shifted by the soft Bellman backup and projected onto the atoms (C51, Bellemare et al. 2017,
       arXiv 1707.06887; :func:`~unilab_rl.algorithms.flashsac.update.categorical_td_target`).
     * ``"hl_gauss"``: a Gaussian histogram of standard deviation :attr:`hl_gauss_sigma` bin widths
-      around the scalar soft TD target ``r + gamma (1 - terminated) (E[Z'] - alpha log pi')``
+      around the scalar soft TD target ``r + gamma^n (1 - terminated) (E[Z'] - alpha log pi')``
       (HL-Gauss: Imani & White 2018, ICML; Farebrother et al. 2024, arXiv 2403.03950;
       :func:`~unilab_rl.algorithms.flashsac.update.hl_gauss_target`). The critic learns the
       expected return as a classification, not the return's distribution. Not part of the

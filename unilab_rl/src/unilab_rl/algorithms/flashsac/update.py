@@ -138,26 +138,30 @@ def hl_gauss_target(
     ``Phi((z_k + dz/2 - y) / sigma) - Phi((z_k - dz/2 - y) / sigma)``, divided by the mass of the
     whole support ``[z_0 - dz/2, z_{K-1} + dz/2]`` so each row sums to 1 (Imani & White 2018,
     "Improving Regression Performance with Distributional Losses", ICML; Farebrother et al. 2024,
-    arXiv 2403.03950, section 3.1, who recommend ``sigma / dz = 0.75``). For ``y`` inside the
-    support, away from its ends, the target's mean is ``y`` to within about
-    ``exp(-2 pi^2 sigma_bins^2) dz`` (1.5e-5 bin widths at 0.75); ``y`` is clamped to the support
-    first, so a target past an end puts its mass at that end, as the projection does.
+    arXiv 2403.03950, section 3.1, who recommend ``sigma / dz = 0.75``). For ``y`` more than
+    about 2 sigma inside the support the target's mean is ``y`` to within
+    ``exp(-2 pi^2 sigma_bins^2) dz`` (1.5e-5 bin widths at 0.75). ``y`` is clamped to the support
+    first; nearer an end the Gaussian is cut there, so its mass is spread over the last few
+    atoms and its mean lies inside ``y`` by up to about 0.4 bin widths at 0.75 (the projection
+    instead puts a target past an end wholly on the end atom).
 
     Args:
-        values: (B,) scalar targets, any float dtype.
+        values: (B,) scalar targets, any float dtype (computed in float32 at least).
         support: (K,) evenly spaced atoms, K >= 2.
         sigma_bins: the Gaussian's standard deviation in bin widths, > 0.
 
     Returns:
-        (B, K) probabilities in ``values``' dtype, each row summing to 1.
+        (B, K) probabilities in ``values``' dtype, each row summing to 1 (to that dtype's rounding).
     """
+    dtype = torch.promote_types(values.dtype, torch.float32)  # bf16 bin edges would be uneven
+    support = support.to(dtype)
     v_min, v_max = support[0], support[-1]
     delta_z = (v_max - v_min) / (support.shape[0] - 1)
-    edges = torch.cat([support - 0.5 * delta_z, (v_max + 0.5 * delta_z).reshape(1)]).to(values.dtype)  # (K + 1,)
-    y = values.clamp(v_min, v_max).unsqueeze(-1)  # (B, 1)
+    edges = torch.cat([support - 0.5 * delta_z, (v_max + 0.5 * delta_z).reshape(1)])  # (K + 1,)
+    y = values.to(dtype).clamp(v_min, v_max).unsqueeze(-1)  # (B, 1)
     cdf = torch.special.ndtr((edges - y) / (sigma_bins * delta_z))  # (B, K + 1)
     mass = cdf[:, 1:] - cdf[:, :-1]  # (B, K)
-    return mass / (cdf[:, -1:] - cdf[:, :1])
+    return (mass / (cdf[:, -1:] - cdf[:, :1])).to(values.dtype)
 
 
 def critic_loss(target_probs: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
@@ -260,7 +264,8 @@ def critic_objective(
     the scalar soft TD target ``y = r + gamma (1 - terminated) (E[Z'] - alpha log pi(a'|s'))`` of
     that same distribution, spread over the atoms by :func:`hl_gauss_target` with standard
     deviation ``hl_gauss_sigma`` bin widths; the critic then learns a classification of the
-    expected return rather than the return's distribution.
+    expected return rather than the return's distribution. Any other ``target`` raises
+    ``ValueError``.
 
     Updates the batch-norm running statistics of ``critic`` and ``critic_target`` (training-mode
     forward), nothing else.
@@ -268,6 +273,8 @@ def critic_objective(
     Returns:
         loss: () with gradient w.r.t. the critic; info: ``{"mean_q", "target_q"}`` () detached.
     """
+    if target not in ("projected", "hl_gauss"):
+        raise ValueError(f"critic_objective: target must be 'projected' or 'hl_gauss', got {target!r}")
     batch = critic_obs.shape[0]
     with torch.no_grad():
         next_actions, next_log_pi = actor.sample(next_actor_obs, training=False)  # (B, A), (B,)
