@@ -153,9 +153,10 @@ def main(argv: list[str] | None = None) -> None:
         stop_thread.set()
         thread.join(30)
 
+    torch.cuda.synchronize(device)
     t = time.perf_counter()
-    graph.replay()
-    busy_stream.synchronize()
+    graph.replay()  # on the current stream
+    torch.cuda.synchronize(device)
     replay_ms = (time.perf_counter() - t) * 1e3
     print(f"acting call at {args.rows} rows (obs {args.obs_dim}, MLP {args.hidden}, {args.actions} actions); "
           f"learner-like replay {replay_ms:.1f} ms ({args.learner_depth} products of {args.learner_batch} x "
