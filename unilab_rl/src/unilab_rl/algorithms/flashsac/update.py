@@ -262,8 +262,9 @@ def critic_objective(
     ``target="projected"`` (the paper's): the target critic's distribution at ``(s', a')``,
     shifted and projected onto the support (:func:`categorical_td_target`). ``target="hl_gauss"``:
     the scalar soft TD target ``y = r + gamma (1 - terminated) (E[Z'] - alpha log pi(a'|s'))`` of
-    that same distribution, spread over the atoms by :func:`hl_gauss_target` with standard
-    deviation ``hl_gauss_sigma`` bin widths; the critic then learns a classification of the
+    that same distribution (:func:`scalar_td_target` of the target critics' expected Qs, whose
+    minimum is that distribution's mean), spread over the atoms by :func:`hl_gauss_target` with
+    standard deviation ``hl_gauss_sigma`` bin widths; the critic then learns a classification of the
     expected return rather than the return's distribution. Any other ``target`` raises
     ``ValueError``.
 
@@ -284,9 +285,8 @@ def critic_objective(
         q_all_target, log_probs_all_target = critic_target(obs_all, actions_all, training=True)  # (E, 2B), (E, 2B, K)
         next_log_probs = select_min_q_distribution(q_all_target[:, batch:], log_probs_all_target[:, batch:])  # (B, K)
         if target == "hl_gauss":
-            next_value = (next_log_probs.exp() * critic.support).sum(-1)  # (B,) E[Z'(s', a')]
-            not_done = (~terminated.bool()).to(next_value.dtype)
-            values = rewards + gamma * not_done * (next_value - alpha * next_log_pi)  # (B,)
+            # The chosen distribution's mean is the lower of the target critics' expected Qs.
+            values = scalar_td_target(q_all_target[:, batch:], next_log_pi, rewards, terminated, alpha, gamma)  # (B,)
             target_probs = hl_gauss_target(values, critic.support, hl_gauss_sigma)  # (B, K)
         else:
             target_probs = categorical_td_target(
