@@ -51,21 +51,24 @@ def actor(obs_dim: int, hidden: list[int], actions: int) -> nn.Module:
 
 
 def learner_graph(batch: int, width: int, depth: int, device: torch.device, stream: torch.cuda.Stream):
-    """A CUDA graph of ``depth`` chained (batch, width) x (width, width) products on ``stream``,
-    and the callable that replays it: learner-like GPU work, several ms per replay."""
+    """A CUDA graph of ``depth`` chained ``tanh((batch, width) x (width, width))`` products,
+    captured on ``stream``: learner-like GPU work, several ms per replay."""
     x = torch.randn(batch, width, device=device)
     weights = [torch.randn(width, width, device=device) / width**0.5 for _ in range(depth)]
+
+    def chain() -> torch.Tensor:
+        y = x
+        for w in weights:
+            y = torch.tanh(y @ w)
+        return y
+
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.stream(stream):
         for _ in range(2):  # warm the kernels up outside the capture
-            y = x
-            for w in weights:
-                y = torch.tanh(y @ w)
+            chain()
         torch.cuda.synchronize(device)
         with torch.cuda.graph(graph, stream=stream):
-            y = x
-            for w in weights:
-                y = torch.tanh(y @ w)
+            chain()
     return graph
 
 
@@ -110,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--learner-depth", type=int, default=24, help="products per replay")
     args = p.parse_args(argv)
     if not torch.cuda.is_available():
-        print("error: --device: CUDA is not available; expected a CUDA GPU (this script times GPU acting)")
+        print("error: torch.cuda.is_available() is False; expected a CUDA GPU (this script times GPU acting)")
         sys.exit(2)
     device = torch.device("cuda")
     policy = actor(args.obs_dim, [int(h) for h in args.hidden.split(",")], args.actions).to(device)
