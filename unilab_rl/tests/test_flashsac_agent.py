@@ -10,7 +10,7 @@ import torch
 
 from unilab_rl import FlashSAC, FlashSACConfig, OffPolicyRunner
 from unilab_rl.algorithms.flashsac.agent import resolve_compile_mode
-from unilab_rl.algorithms.flashsac.networks import MLPActor, UnitLinear
+from unilab_rl.algorithms.flashsac.networks import MLPActor, TrunkCritic, UnitLinear
 from unilab_rl.runtime import RuntimeConfig
 from unilab_rl.testing import fill_random, make_learner
 
@@ -182,7 +182,7 @@ def test_state_dict_round_trip(make_env, tmp_path):
 
 def test_critic_kind_is_checked():
     assert (FlashSACConfig().critic, FlashSACConfig().critic_mlp_hidden) == ("categorical", (768, 384, 192))
-    with pytest.raises(ValueError, match=r"FlashSACConfig.critic must be 'categorical' or 'mlp', got 'scalar'"):
+    with pytest.raises(ValueError, match=r"FlashSACConfig.critic must be 'categorical', 'mlp' or 'trunk', got 'scalar'"):
         FlashSACConfig(critic="scalar")
     for widths in ((), (64, 0)):
         with pytest.raises(ValueError, match=r"FlashSACConfig.critic_mlp_hidden must be a non-empty tuple"):
@@ -254,6 +254,41 @@ def test_mlp_critic_fits_a_fixed_batch_on_raw_rewards(make_env):
             torch.testing.assert_close(m.weight.norm(dim=-1), torch.ones(m.weight.shape[:-1]))
     assert any(not torch.equal(a, b) for a, b in zip(critic_before, agent.critic.parameters()))
     assert not any(isinstance(m, UnitLinear) for m in agent.critic.modules())
+
+
+def test_trunk_critic_projects_its_trunk_not_its_head_and_fits_raw_rewards(make_env, monkeypatch):
+    """critic="trunk": FlashSAC's trunks projected after every critic step, the scalar heads left
+    free, the scalar objective on raw rewards (no reward scaler), and the squared TD error falls on
+    the rows the buffer holds."""
+    from unilab_rl.algorithms.flashsac import update as fu
+
+    torch.manual_seed(0)
+    env = make_env(num_envs=8)
+    agent = make_flashsac(env, critic="trunk", critic_hidden_dim=16, critic_num_blocks=1, reward_normalization=True,
+                          buffer_size_per_env=4, batch_size=32, num_updates=1, actor_update_period=1000,
+                          lr=1e-3, lr_end=1e-3)
+    assert isinstance(agent.critic, TrunkCritic) and agent.reward_scaler is None
+    fill_random(agent, env, 4)
+    scalar, categorical = [], []
+    original = fu.scalar_critic_objective
+    monkeypatch.setattr(fu, "scalar_critic_objective", lambda *a: scalar.append(1) or original(*a))
+    monkeypatch.setattr(fu, "critic_objective", lambda *a, **k: categorical.append(1))
+    head_before = agent.critic.head_weight.detach().clone()
+    logs = [agent.update() for _ in range(30)]
+    assert len(scalar) == 30 and not categorical
+    assert all(m["Policy/reward_scale"] == 1.0 and math.isfinite(m["Loss/critic"]) for m in logs)
+    assert logs[-1]["Loss/critic"] < 0.5 * logs[0]["Loss/critic"], (logs[0]["Loss/critic"], logs[-1]["Loss/critic"])
+    for m in agent.critic.modules():
+        if isinstance(m, UnitLinear):
+            torch.testing.assert_close(m.weight.norm(dim=-1), torch.ones(m.weight.shape[:-1]))
+    head = agent.critic.head_weight.detach()
+    assert not torch.equal(head, head_before)
+    # Free heads: Adam's steps move the rows off the norms a projection would hold them to.
+    assert not torch.allclose(head.norm(dim=-1), torch.ones(2), atol=1e-3)
+    state = agent.state_dict()
+    assert state["critic_kind"] == "trunk"
+    with pytest.raises(ValueError, match=r"critic is 'trunk' but FlashSACConfig.critic is 'mlp'"):
+        make_flashsac(make_env(num_envs=2), **MLP).load_state_dict(state)
 
 
 def test_mlp_critic_target_discounts_by_gamma_to_the_n_step(make_env, monkeypatch):
@@ -578,15 +613,16 @@ def test_cuda_graph_replays_take_the_eager_steps(make_env, mixed_precision, cate
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a CUDA device")
+@pytest.mark.parametrize("critic", ["mlp", "trunk"])
 @pytest.mark.parametrize("actor", ["residual", "mlp"])
 @pytest.mark.parametrize("mixed_precision", [False, True])
-def test_cuda_graph_replays_take_the_eager_steps_with_the_mlp_critic(make_env, mixed_precision, actor):
-    """test_cuda_graph_replays_take_the_eager_steps with critic="mlp": the captured scalar critic
-    step (no reward scaling, no critic projection) takes the eager steps, with the same
-    tolerances; with actor="mlp" too (no projection at all)."""
+def test_cuda_graph_replays_take_the_eager_steps_with_the_mlp_critic(make_env, mixed_precision, actor, critic):
+    """test_cuda_graph_replays_take_the_eager_steps with a scalar critic: the captured scalar
+    critic step (no reward scaling; with critic="mlp" no critic projection, with "trunk" the
+    trunk's) takes the eager steps, with the same tolerances; with actor="mlp" too."""
     rel, atol, log_atol = (1e-2, 1e-3, 1e-3) if mixed_precision else (1e-4, 1e-5, 5e-5)
-    settings = dict(device="cuda", mixed_precision=mixed_precision, critic="mlp", critic_mlp_hidden=(32, 32),
-                    actor=actor, actor_mlp_hidden=(32, 32))
+    settings = dict(device="cuda", mixed_precision=mixed_precision, critic=critic, critic_mlp_hidden=(32, 32),
+                    critic_hidden_dim=32, critic_num_blocks=1, actor=actor, actor_mlp_hidden=(32, 32))
     graphed, logs_g, weights_g = _twin_run(make_env, cuda_graph=True, **settings)
     eager, logs_e, weights_e = _twin_run(make_env, cuda_graph=False, **settings)
     assert graphed.cuda_graphs and not eager.cuda_graphs and graphed.reward_scaler is None

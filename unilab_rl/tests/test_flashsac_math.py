@@ -15,9 +15,11 @@ from unilab_rl.algorithms.flashsac.networks import (
     CategoricalCritic,
     FlashActor,
     MLPCritic,
+    TrunkCritic,
     UnitBatchNorm,
     UnitLinear,
     UnitRMSNorm,
+    WeightProjection,
     normalize_parameters,
 )
 
@@ -193,6 +195,24 @@ def test_mlp_critic_shapes_and_batch_norm_modes():
     torch.testing.assert_close(q_train, q_shifted, atol=1e-5, rtol=1e-5)
     with pytest.raises(ValueError, match="MLPCritic needs widths >= 1"):
         MLPCritic(9, 3, hidden=())
+
+
+def test_trunk_critic_shapes_batch_norm_modes_and_head():
+    critic = TrunkCritic(9, 3, hidden_dim=16, num_blocks=1)
+    obs, action = torch.randn(10, 9) * 4 + 2, torch.rand(10, 3)
+    q, extra = critic(obs, action, training=False)
+    assert q.shape == (2, 10) and q.dtype == torch.float32 and extra is None
+    assert not torch.equal(q[0], q[1])  # two independently initialized critics
+    # q_e = w_e . trunk_e(x) + b_e
+    h = critic.trunk(torch.cat([obs, action], -1).expand(2, -1, -1), False)
+    torch.testing.assert_close(q, torch.einsum("ebh,eh->eb", h, critic.head_weight) + critic.head_bias[:, None])
+    before = critic.trunk.input_norm.running_mean.clone()
+    critic(obs, action, training=True)
+    assert not torch.equal(critic.trunk.input_norm.running_mean, before)
+    # The head is outside the projection; every trunk layer is inside it.
+    projection = WeightProjection(critic)
+    assert not any(t is critic.head_weight for t in projection.rows + projection.scales)
+    assert len(projection.rows) == 3  # the embedding and the block's two linear maps
 
 
 def test_unified_entropy_target_matches_the_paper_for_29_unit_dofs():

@@ -39,6 +39,7 @@ from unilab_rl.algorithms.flashsac.networks import (
     FlashActor,
     MLPActor,
     MLPCritic,
+    TrunkCritic,
     WeightProjection,
 )
 from unilab_rl.device import resolve_device
@@ -89,18 +90,20 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
     by :class:`MLPCritic`, SAC's scalar twin critic behind an input batch norm, trained on raw
     rewards with the squared soft TD error
     (:func:`~unilab_rl.algorithms.flashsac.update.scalar_critic_objective`); then there is no
-    reward scaling and only the actor's weights are projected. ``cfg.actor="mlp"`` (the same kind
+    reward scaling and only the actor's weights are projected. ``cfg.critic="trunk"`` keeps
+    FlashSAC's critic trunks (projected) under a scalar head each (:class:`TrunkCritic`), trained
+    as ``"mlp"`` is. ``cfg.actor="mlp"`` (the same kind
     of ablation) replaces the residual actor by :class:`MLPActor`, SAC's actor behind an input
     batch norm, whose weights are not projected.
 
     Attributes:
         actor, critic, critic_target: :class:`FlashActor` (:class:`MLPActor` with
             ``cfg.actor="mlp"``), :class:`CategoricalCritic` (twin, fused) or, with
-            ``cfg.critic="mlp"``, :class:`MLPCritic`.
+            ``cfg.critic="mlp"``, :class:`MLPCritic` (``"trunk"``: :class:`TrunkCritic`).
         log_temperature: () float32 leaf tensor, log alpha.
         target_entropy: float, :func:`~unilab_rl.algorithms.flashsac.update.unified_target_entropy`.
         reward_scaler: :class:`RewardScaler`, or ``None`` when ``cfg.reward_normalization`` is off
-            or ``cfg.critic="mlp"``.
+            or ``cfg.critic`` is not ``"categorical"``.
         exploration_noise: :class:`HeldNoise` used by :meth:`act`.
         replay: the :class:`ReplayBuffer` (not part of :meth:`state_dict`).
         iteration: iterations completed, maintained by the runner; saved in checkpoints.
@@ -164,9 +167,11 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
                 cfg.actor_num_blocks, entropy_units=cfg.entropy_units, mirror=actor_mirror,
             )  # fmt: skip
         self.actor = actor.to(self.device)
-        critic: CategoricalCritic | MLPCritic
+        critic: CategoricalCritic | MLPCritic | TrunkCritic
         if cfg.critic == "mlp":
             critic = MLPCritic(obs_dims[self.critic_group], self.num_actions, cfg.critic_mlp_hidden)
+        elif cfg.critic == "trunk":
+            critic = TrunkCritic(obs_dims[self.critic_group], self.num_actions, cfg.critic_hidden_dim, cfg.critic_num_blocks)
         else:
             critic = CategoricalCritic(
                 obs_dims[self.critic_group], self.num_actions, cfg.critic_hidden_dim, cfg.critic_num_blocks,
@@ -178,7 +183,7 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
         self._online_params = list(self.critic.parameters())
         # SAC's MLP networks have no unit-sphere constraint: only FlashSAC's own are projected.
         self._project_actor = WeightProjection(self.actor) if cfg.actor == "residual" else None
-        self._project_critic = WeightProjection(self.critic) if cfg.critic == "categorical" else None
+        self._project_critic = WeightProjection(self.critic) if cfg.critic != "mlp" else None
         self._init_actor_average(cfg.actor_ema)
         self.log_temperature = torch.tensor(math.log(cfg.init_temperature), device=self.device, requires_grad=True)
         self.target_entropy = flash_update.unified_target_entropy(self.num_actions, cfg.target_sigma)
@@ -373,7 +378,7 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
             args = (self.actor, self.critic, self.critic_target, critic_obs, actions, rewards, terminated,
                     next_actor_obs, next_critic_obs, self.log_temperature.detach().exp(),
                     self.cfg.gamma**self.cfg.n_step)  # fmt: skip
-            if self.cfg.critic == "mlp":
+            if self.cfg.critic != "categorical":  # "mlp" and "trunk": scalar Q on raw rewards
                 return flash_update.scalar_critic_objective(*args)
             return flash_update.critic_objective(
                 *args, target=self.cfg.categorical_target, hl_gauss_sigma=self.cfg.hl_gauss_sigma
@@ -489,7 +494,7 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
         Returns:
             ``"Loss/critic"``, ``"Critic/mean_q"``, ``"Critic/target_q"`` (means over this call, in
             scaled-reward units; raw reward units without a reward scaler, as always with
-            ``cfg.critic="mlp"``), ``"Policy/learning_rate"`` (the critic's),
+            ``cfg.critic="mlp"`` or ``"trunk"``), ``"Policy/learning_rate"`` (the critic's),
             ``"Policy/actor_learning_rate"``, ``"Policy/reward_scale"`` (the divisor
             of the rewards; 1 when scaling is off) and, when an actor step happened,
             ``"Loss/actor"``, ``"Loss/alpha"``, ``"Policy/entropy"`` (means) and ``"Policy/alpha"``
@@ -533,7 +538,7 @@ class FlashSAC(ActorCriticState, ScheduleFromConfig):
 
     def _extra_state(self) -> dict[str, Any]:
         """``reward_scaler``: the reward scaling's statistics, or ``None`` when it is off;
-        ``critic_kind``: ``cfg.critic`` (``"categorical"`` or ``"mlp"``); ``actor_kind``:
+        ``critic_kind``: ``cfg.critic`` (``"categorical"``, ``"mlp"`` or ``"trunk"``); ``actor_kind``:
         ``cfg.actor`` (``"residual"`` or ``"mlp"``).
 
         The checkpoint (:meth:`ActorCriticState.state_dict`) is then ``actor``, ``critic``,

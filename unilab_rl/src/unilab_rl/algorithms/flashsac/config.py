@@ -56,7 +56,7 @@ class FlashSACConfig:
     """EMA rate of the target critic after every critic update (paper: 0.01)."""
 
     # -- Critic kind -----------------------------------------------------------------------
-    critic: Literal["categorical", "mlp"] = "categorical"
+    critic: Literal["categorical", "mlp", "trunk"] = "categorical"
     """Which twin critic the learner trains.
 
     * ``"categorical"`` (default, the paper's): two distributional critics on FlashSAC trunks
@@ -77,8 +77,17 @@ class FlashSACConfig:
       and its weights are never projected (:attr:`weight_normalization` applies to the actor
       only). :attr:`num_bins`, :attr:`normalized_g_max`, :attr:`critic_num_blocks` and
       :attr:`critic_hidden_dim` are unused.
+    * ``"trunk"``: FlashSAC's trunks with a scalar head each
+      (:class:`~unilab_rl.algorithms.flashsac.networks.TrunkCritic`), trained as ``"mlp"`` is (raw
+      rewards, the mean squared soft TD error, :attr:`reward_normalization` ignored). The trunks'
+      weights are projected as the categorical critic's (:attr:`weight_normalization`); the
+      scalar heads are not. Not part of the FlashSAC paper: it keeps the paper's critic network
+      and drops only its categorical head and cross-entropy loss, to tell which of the two a
+      difference from ``"mlp"`` comes from. Uses :attr:`critic_hidden_dim` and
+      :attr:`critic_num_blocks`; :attr:`num_bins`, :attr:`normalized_g_max`,
+      :attr:`categorical_target` and :attr:`critic_mlp_hidden` are unused.
 
-    Checkpoints record the kind; loading one into a learner of the other kind raises
+    Checkpoints record the kind; loading one into a learner of another kind raises
     ``ValueError``."""
     critic_mlp_hidden: tuple[int, ...] = (768, 384, 192)
     """Widths of each of the two Q MLPs with ``critic="mlp"``, each ``Linear -> LayerNorm ->
@@ -115,7 +124,7 @@ class FlashSACConfig:
     """Scale rewards so that discounted returns fit the support (paper: on;
     ``flash_rl/agents/utils/reward_normalization.py``): ``r / max(sqrt(Var G + eps), G_abs_max /
     normalized_g_max)`` with ``G`` the running discounted return per env. Categorical critic
-    only: with ``critic="mlp"`` it is ignored and rewards stay raw."""
+    only: with ``critic="mlp"`` or ``"trunk"`` it is ignored and rewards stay raw."""
     normalized_g_max: float = 5.0
     """Largest absolute scaled return the scaling aims for, and so the half-width of the critic's
     support, ``linspace(-normalized_g_max, normalized_g_max, num_bins)`` (paper:
@@ -133,7 +142,7 @@ class FlashSACConfig:
       expected return as a classification, not the return's distribution. Not part of the
       FlashSAC paper.
 
-    Unused with ``critic="mlp"``."""
+    Unused with ``critic="mlp"`` or ``"trunk"``."""
     hl_gauss_sigma: float = 0.75
     """Standard deviation of the HL-Gauss target in bin widths (Farebrother et al. 2024's
     recommendation: 0.75). Used only with ``categorical_target="hl_gauss"``."""
@@ -276,8 +285,8 @@ class FlashSACConfig:
         if self.equivariant_actor and not self.symmetry:
             raise ValueError("FlashSACConfig.equivariant_actor=true needs FlashSACConfig.symmetry=true (the env's "
                              "mirror), got FlashSACConfig.symmetry=false")
-        if self.critic not in ("categorical", "mlp"):
-            raise ValueError(f"FlashSACConfig.critic must be 'categorical' or 'mlp', got {self.critic!r}")
+        if self.critic not in ("categorical", "mlp", "trunk"):
+            raise ValueError(f"FlashSACConfig.critic must be 'categorical', 'mlp' or 'trunk', got {self.critic!r}")
         if self.categorical_target not in ("projected", "hl_gauss"):
             raise ValueError(
                 f"FlashSACConfig.categorical_target must be 'projected' or 'hl_gauss', got {self.categorical_target!r}"

@@ -512,6 +512,63 @@ class MLPCritic(nn.Module):
         return torch.stack([q(x).squeeze(-1) for q in self.qs]).float(), None  # (E, B)
 
 
+class TrunkCritic(nn.Module):
+    """``num_qs`` scalar soft Q-functions on FlashSAC's trunks (``FlashSACConfig.critic="trunk"``;
+    an ablation, not part of the FlashSAC paper).
+
+    ``q_e(s, a) = w_e . Trunk_e(concat(s, a)) + b_e``: the :class:`CategoricalCritic`'s trunk (input
+    batch norm, unit-norm embedding, inverted residual blocks with batch norms, RMSNorm), whose
+    layers the learner projects as the categorical critic's, and in place of its distributional
+    head a plain linear scalar head per critic, trained as :class:`MLPCritic` is (the mean squared
+    soft TD error on raw rewards). It separates the two parts in which FlashSAC's critic differs
+    from SAC's: the trunk and the categorical head with its cross-entropy loss. The head is not
+    kept on the unit sphere: the trunk's output has norm about ``sqrt(hidden_dim)``, so a unit-norm
+    head would bound ``|Q|`` near that, below raw returns. Its init is PyTorch's ``nn.Linear``
+    default, ``U(-1/sqrt(h), 1/sqrt(h))`` for weight and bias.
+
+    Called as :class:`CategoricalCritic` is: ``critic(obs, action, training) -> (q, None)``.
+
+    Args:
+        obs_dim: critic observation size (raw).
+        num_actions: A.
+        hidden_dim, num_blocks, expansion, momentum: trunk settings (as :class:`CategoricalCritic`).
+        num_qs: number of critics E (2: clipped double Q).
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        num_actions: int,
+        hidden_dim: int = 256,
+        num_blocks: int = 2,
+        expansion: int = 4,
+        momentum: float = 0.01,
+        num_qs: int = 2,
+    ) -> None:
+        super().__init__()
+        self.num_qs = num_qs
+        self.trunk = Trunk(obs_dim + num_actions, hidden_dim, num_blocks, expansion, num_qs, momentum)
+        bound = 1.0 / math.sqrt(hidden_dim)
+        self.head_weight = nn.Parameter(torch.empty(num_qs, hidden_dim).uniform_(-bound, bound))
+        self.head_bias = nn.Parameter(torch.empty(num_qs).uniform_(-bound, bound))
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor, training: bool) -> tuple[torch.Tensor, None]:
+        """Q-values of every critic.
+
+        Args:
+            obs: (B, obs_dim) raw; action: (B, A) in the env's units.
+            training: batch statistics in the trunk's batch norms (and update their running
+                statistics); False: their running statistics.
+
+        Returns:
+            q: (E, B) float32 in raw reward units; ``None`` in place of the log-probabilities.
+        """
+        x = torch.cat([obs, action], dim=-1).expand(self.num_qs, -1, -1)  # (E, B, obs_dim + A)
+        h = self.trunk(x, training)  # (E, B, hidden_dim)
+        q = (h @ self.head_weight.to(h.dtype).unsqueeze(-1)).squeeze(-1)  # (E, B)
+        return (q.float() + self.head_bias.unsqueeze(-1)), None
+
+
 class DeterministicPolicy(nn.Module):
     """Deployment policy: raw actor observation -> ``squash(mean)``, batch norms on running
     statistics (the input batch norm is the observation normalizer). Shares the actor's weights."""
@@ -613,5 +670,5 @@ def normalize_parameters(module: nn.Module) -> None:
 
 __all__ = [
     "CategoricalCritic", "DeterministicPolicy", "ExplorationPolicy", "FlashActor", "InvertedResidualBlock",
-    "MLPActor", "MLPCritic", "Trunk", "UnitBatchNorm", "UnitLinear", "UnitRMSNorm", "WeightProjection", "normalize_parameters",
+    "MLPActor", "MLPCritic", "Trunk", "TrunkCritic", "UnitBatchNorm", "UnitLinear", "UnitRMSNorm", "WeightProjection", "normalize_parameters",
 ]

@@ -19,7 +19,7 @@ FlashSAC (arXiv 2604.04539; official ``Holiday-Robot/FlashSAC`` at 87edc90,
    a Gaussian histogram around that distribution's scalar soft TD target (:func:`hl_gauss_target`);
 4. EMA of the target critic's parameters (:func:`ema_update`).
 
-With ``FlashSACConfig.critic="mlp"`` (an ablation toward SAC, not in the paper) step 3 is SAC's
+With ``FlashSACConfig.critic="mlp"`` or ``"trunk"`` (ablations, not in the paper) step 3 is SAC's
 scalar one instead, on raw rewards: the mean squared error to ``r + gamma^n (1 - terminated)
 (min_e Q'_e(s', a') - alpha log pi(a'|s'))`` (:func:`scalar_td_target`,
 :func:`scalar_critic_loss`, :func:`scalar_critic_objective`), with the same batch-norm modes.
@@ -185,7 +185,7 @@ def scalar_td_target(
     alpha: torch.Tensor | float,  # ()
     gamma: float,
 ) -> torch.Tensor:
-    """Soft TD target of the scalar critic (``FlashSACConfig.critic="mlp"``), clipped double Q:
+    """Soft TD target of the scalar critic (``FlashSACConfig.critic="mlp"`` or ``"trunk"``), clipped double Q:
 
     ``y = r + gamma (1 - terminated) (min_e Q'_e(s', a') - alpha log pi(a'|s'))``
 
