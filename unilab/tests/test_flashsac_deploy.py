@@ -27,6 +27,8 @@ TINY = [
     "training.no_play=true",
     # a checkpoint is all these tests need: one process, no evaluation of the final policy
     "runtime.mode=sync", "training.eval_interval=0",
+    # the deployed policy is the actor itself, whose statistics the fixture moves
+    "algo.actor_ema=0",
 ]
 
 
@@ -42,24 +44,32 @@ def test_cli_train_flashsac_laptop_preset_completes(tmp_path):
     config = full["algo"]
     # Owner YAML, then the laptop preset, then the command line.
     assert (full["training"]["num_envs"], config["batch_size"], full["training"]["max_iterations"]) == (32, 128, 5)
-    assert (config["gamma"], config["tau"], config["num_bins"]) == (0.97, 0.01, 101)
+    # The owner recipe: FlashSAC's critic trunk with a scalar head and SAC's actor, at SAC's rates.
+    assert (config["critic"], config["actor"], config["gamma"], config["tau"]) == ("trunk", "mlp", 0.97, 0.125)
+    assert config["actor_mlp_hidden"] == [128, 64]
     ckpt = torch.load(run / "model_last.pt", weights_only=True)
     assert ckpt["algo"] == "flashsac" and "critic_target" in ckpt["agent"]
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
-    """A flashsac run with a few updates; the actor's input batch-norm statistics are then moved far
-    from (0, 1) so that a policy without them would differ."""
+@pytest.fixture(scope="module", params=["mlp", "residual"])
+def run_dir(tmp_path_factory, request) -> Path:
+    """A flashsac run with a few updates, with the owner YAML's actor (SAC's MLP) and with the
+    paper's residual actor; the actor's input batch-norm statistics are then moved far from
+    (0, 1) so that a policy without them would differ."""
     logs = tmp_path_factory.mktemp("flashsac") / "logs"
-    run = train("flashsac", "g1_walk_flat", "mujoco", [*TINY, f"training.log_dir={logs}"], argv=[])
+    run = train("flashsac", "g1_walk_flat", "mujoco", [*TINY, f"algo.actor={request.param}", "algo.actor_mlp_hidden=[32,32]",
+                                                       f"training.log_dir={logs}"], argv=[])
     path = run / "model_last.pt"
     ckpt = torch.load(path, weights_only=True)
     assert ckpt["agent"]["num_critic_updates"] >= 2
     gen = torch.Generator().manual_seed(0)
     actor = ckpt["agent"]["actor"]
-    actor["trunk.input_norm.running_mean"] = torch.randn(OBS_DIM, generator=gen)
-    actor["trunk.input_norm.running_var"] = torch.rand(OBS_DIM, generator=gen) * 4 + 0.1
+    prefix = {"mlp": "", "residual": "trunk."}[request.param]
+    assert f"{prefix}input_norm.running_mean" in actor
+    if request.param == "mlp":  # SAC's heads start at zero: give the mean head weights to see through
+        actor["mean_head.weight"] = torch.randn(actor["mean_head.weight"].shape, generator=gen)
+    actor[f"{prefix}input_norm.running_mean"] = torch.randn(OBS_DIM, generator=gen)
+    actor[f"{prefix}input_norm.running_var"] = torch.rand(OBS_DIM, generator=gen) * 4 + 0.1
     torch.save(ckpt, path)
     return run
 
@@ -82,10 +92,11 @@ def test_export_matches_the_torch_policy_with_the_batch_norm_folded_in(run_dir):
     obs = 2.0 * torch.randn(64, OBS_DIM, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         actions = policy(obs)
-    assert actions.shape == (64, 29) and actions.std(0).mean() > 1e-2
+    assert actions.shape == (64, 29), actions.shape
+    assert actions.std(0).mean() > 1e-2
     assert max_abs_diff(result.path, policy, obs) < 1e-4
     # The input batch norm is the normalizer: resetting its statistics changes the actions.
-    norm = policy.actor.trunk.input_norm
+    norm = policy.actor.input_norm if hasattr(policy.actor, "input_norm") else policy.actor.trunk.input_norm
     with torch.no_grad():
         norm.running_mean.zero_()
         norm.running_var.fill_(1.0)
