@@ -1,18 +1,37 @@
 #!/usr/bin/env bash
-# FlashSAC on Gymnasium's Humanoid-v4 on the one-GPU machine: one process per seed, side by side,
-# each on its own cores, sharing the H200 (benchmarks/humanoid_flashsac.py, the official
-# CPU-simulator settings). Needs the wheels in .whl/: the project's (device_seeds.sh's header) plus
-# gymnasium, imageio, cloudpickle and farama-notifications (`pip download --no-deps` of each).
+# FlashSAC on Gymnasium's Humanoid-v4 on the one-GPU machine, several seeds side by side sharing
+# the H200 (benchmarks/humanoid_flashsac.py, the official CPU-simulator settings). Needs the
+# wheels in .whl/: the project's (device_seeds.sh's header) plus gymnasium, imageio, cloudpickle
+# and farama-notifications (`pip download --no-deps` of each).
+#
+# PARALLEL=threads (the default): one process on all cores, one thread and CUDA stream per seed
+# (--parallel threads). The seeds' kernels then share one CUDA context and run side by side on
+# the GPU; as one process per seed they share it in time slices, and each seed's small acting
+# pass waits for another process's slice (benchmarks/acting_latency.py measures that wait).
+# Brings back OUTDIR/humanoid.json and humanoid.log.
+# PARALLEL=processes: one process per seed, each on its own share of the cores; brings back
+# OUTDIR/humanoid_<seed>.json and .log.
+#
 # Usage (repository root, on the device machine):
 #   bash benchmarks/device_humanoid.sh OUTDIR STEPS SEED [SEED ...]
 #   e.g. bash benchmarks/device_humanoid.sh $OUT 100000 0 1000 2000
-# Brings back OUTDIR/humanoid_<seed>.json and .log; prints each seed's table against the
-# published curve.
+# Prints the table against the published curve (per seed with PARALLEL=processes).
 set -uo pipefail
+if [ $# -lt 3 ]; then echo "error: expected OUTDIR STEPS SEED [SEED ...], got $# arguments" >&2; exit 2; fi
 out=$1; steps=$2; shift 2
+parallel=${PARALLEL:-threads}
+case $parallel in threads|processes) ;; *) echo "error: PARALLEL=$parallel: expected threads or processes" >&2; exit 2;; esac
 mkdir -p "$out"; nproc; nvidia-smi -L
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site_h .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site_h PYTHONUNBUFFERED=1
+if [ "$parallel" = threads ]; then
+  seeds=$(IFS=,; echo "$*")
+  python3 benchmarks/humanoid_flashsac.py --steps "$steps" --seeds "$seeds" --device cuda --parallel threads \
+    --out "$out/humanoid.json" >"$out/humanoid.log" 2>&1
+  rc=$?
+  tail -n 15 "$out/humanoid.log"
+  exit $rc
+fi
 n=$#; per=$(( $(nproc) / n )); i=0; pids=()
 for seed in "$@"; do
   cpus="$(( i * per ))-$(( (i + 1) * per - 1 ))"
