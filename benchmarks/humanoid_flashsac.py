@@ -24,6 +24,31 @@ GPU machine (about 25 min per seed for the full 1 M steps; 300 k steps about 8 m
 
     python benchmarks/humanoid_flashsac.py --steps 300000 --seeds 0,1000,2000 --device cuda --out humanoid.json
 
+Seeds side by side (``--parallel threads``): all seeds train at once as threads of this process,
+each with its own CUDA stream. Kernels of one process share one CUDA context, so the GPU runs
+them side by side; kernels of several processes (one per seed) share the GPU in time slices,
+and a seed's small acting pass then waits for another process's slice. The GIL serializes the
+threads' Python work (torch ops release it while they dispatch and wait; the MuJoCo step
+too). Each seed's first updates (compiling the objectives and capturing the update's CUDA
+graphs) run with the GPU to themselves (:class:`CaptureGate`)::
+
+    python benchmarks/humanoid_flashsac.py --steps 100000 --seeds 0,1000,2000 --device cuda --parallel threads
+
+What a seed's run depends on. Alone (``--parallel sequential``, the default) everything follows
+from the seed: ``torch.manual_seed(seed)`` before the learner is built, envs reset with
+``seed + i``, warm-up actions from the runner's generator seeded with ``seed``; on the CPU a seed
+gives the same curve run after run. In threads mode the seed still fixes the initial weights
+(the seeds are built one after another, each after its own ``torch.manual_seed``), the env
+resets, the warm-up actions and so everything up to the first update: identical to the seed run
+alone. After that the learner's draws (held exploration noise, replay batches, the actor's
+sampled actions) come from torch's process-wide generators, which all threads share in an order
+the scheduler decides, so they differ from the seed run alone and from run to run; the draws
+stay independent across seeds. On CUDA the captured updates (replay batches, sampled actions)
+draw from a generator of the seed's own instead (``GRAPH_SEED_OFFSET + seed``,
+:meth:`SeedRun._own_graph_rng`), independent of the other threads; the acting noise, drawn
+outside the graphs, still comes from the shared generator. GPU runs are not bit-reproducible
+in either mode anyway (the categorical projection's ``scatter_add_`` adds atomically).
+
 A short CPU smoke run (minutes; far too short and too small to learn)::
 
     python benchmarks/humanoid_flashsac.py --steps 1500 --learning-starts 500 --eval-every 500 \\
@@ -36,12 +61,15 @@ the workspace: ``pip install gymnasium imageio``. Not part of CI.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import statistics
 import sys
+import threading
 import time
 import warnings
+from collections.abc import Iterator
 
 import torch
 
@@ -163,36 +191,289 @@ def parse_sets(pairs: list[str], config_cls) -> dict:
     return out
 
 
-def run_seed(args: argparse.Namespace, seed: int, settings: dict) -> list[tuple[int, float]]:
-    """Train one seed; returns [(env steps, evaluation return)] at every ``--eval-every`` steps."""
-    from unilab_rl import FlashSAC, FlashSACConfig, OffPolicyRunner
-    from unilab_rl.testing import make_learner
+class CaptureGate:
+    """Keeps every other thread of the process off the GPU while one thread warms up and captures
+    its learner's CUDA graphs.
 
-    torch.manual_seed(seed)
-    env, eval_env = GymVecEnv(args.env, args.num_envs, seed), GymVecEnv(args.env, 1, 10_000 + seed)
-    learner = make_learner(FlashSAC, FlashSACConfig, env, device=args.device, max_iterations=args.schedule_steps,
-                           mixed_precision=False, **settings)
-    runner = OffPolicyRunner(env, learner, seed=seed, log_interval=10**9)
-    curve = [(0, evaluate(learner, eval_env, args.eval_episodes, 10_000 + seed))]
-    print(f"seed {seed}: step 0 return {curve[-1][1]:.1f}", flush=True)
-    t0 = time.perf_counter()
-    done = 0
-    try:
-        while done < args.steps:
-            target = min(done + args.eval_every, args.steps)
-            while done < target:  # progress lines, so that a run cut short still shows its pace
-                chunk = max(min(args.progress_every, target - done) // args.num_envs, 1)
-                runner.learn(chunk)
-                done += chunk * args.num_envs
-                print(f"seed {seed}: {done} env steps, {done / (time.perf_counter() - t0):.0f} env steps/s",
-                      flush=True)
-            curve.append((done, evaluate(learner, eval_env, args.eval_episodes, 10_000 + seed)))
-            print(f"seed {seed}: step {done} return {curve[-1][1]:.1f} ({time.perf_counter() - t0:.0f} s, "
-                  f"cuda_graphs={learner.cuda_graphs})", flush=True)
-    finally:
-        env.close()
-        eval_env.close()
-    return curve
+    Each training thread holds the gate *shared* while it works and calls :meth:`pause` between
+    env steps; a thread whose learner is about to warm up and capture its update graphs takes it
+    *exclusively* (:meth:`exclusive`), which waits until every other thread has reached a
+    :meth:`pause` (or finished) and holds them there until it is done. Why: under
+    ``torch.cuda.graph``'s default ``capture_error_mode="global"`` another thread's synchronizing
+    call or ``cudaMalloc`` during a capture invalidates it; and in torch releases whose CUDA
+    generator keeps one capture state for all captures, a random draw from another thread while
+    a capture is open raises ("Offset increment outside graph capture"). The first updates
+    also compile the objectives (``torch.compile``; Dynamo is not thread-safe), so compilation
+    runs alone too. Writer-preferring: once a thread waits for exclusive use, no thread re-enters.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._active = 0  # threads holding the gate shared
+        self._waiting = 0  # threads waiting for exclusive use
+        self._exclusive = False
+
+    def enter(self) -> None:
+        """Take the gate shared (blocks while a thread holds or waits for exclusive use)."""
+        with self._cond:
+            while self._exclusive or self._waiting:
+                self._cond.wait()
+            self._active += 1
+
+    def leave(self) -> None:
+        """Give the shared hold back."""
+        with self._cond:
+            self._active -= 1
+            self._cond.notify_all()
+
+    def pause(self) -> None:
+        """Between two env steps of a thread holding the gate shared: let a thread that waits for
+        exclusive use run first. A lock-free read when nobody waits."""
+        if self._waiting:
+            self.leave()
+            self.enter()
+
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """From a thread holding the gate shared: the only thread on the GPU for the block, then
+        shared again."""
+        with self._cond:
+            self._active -= 1
+            self._waiting += 1
+            self._cond.notify_all()
+            while self._exclusive or self._active:
+                self._cond.wait()
+            self._waiting -= 1
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._active += 1
+                self._cond.notify_all()
+
+
+class Aborted(Exception):
+    """Another seed's thread failed; this one stops at its next env step."""
+
+
+_print_lock = threading.Lock()
+
+
+def say(line: str) -> None:
+    """Print one whole line (threads' lines never interleave mid-line)."""
+    with _print_lock:
+        print(line, flush=True)
+
+
+GRAPH_SEED_OFFSET = 0x5EED_0000_0000
+"""Threads mode: seed ``s``'s captured updates draw from a CUDA generator seeded with
+``GRAPH_SEED_OFFSET + s``: a Philox key other than the ``torch.manual_seed`` seeds of the run
+(unless one is that large), so these draws do not repeat the shared generator's."""
+
+MAX_CAPTURE_ITERATIONS = 64
+"""Threads mode: iterations a seed may hold the GPU alone (from its first update on) before its
+updates replay CUDA graphs; more raises ``RuntimeError`` (the learner is not capturing)."""
+
+
+class SeedRun:
+    """One seed: its train and evaluation envs, learner and runner, built at construction, and
+    :meth:`train`, which trains it and returns its curve.
+
+    Construction seeds torch's process-wide generators with ``torch.manual_seed(seed)`` and then
+    builds the learner, so the networks' initial weights are the seed's; the envs are reset with
+    ``seed + i`` (training) and ``10_000 + seed + k`` (evaluation episode ``k``) and the runner's
+    warm-up actions come from its own generator seeded with ``seed``. Everything the learner
+    draws later (held exploration noise, replay batches, the actor's sampled actions) comes from
+    torch's process-wide generators, see ``--parallel``.
+
+    Args:
+        args: the parsed command line.
+        seed: the seed.
+        settings: FlashSACConfig values.
+    """
+
+    def __init__(self, args: argparse.Namespace, seed: int, settings: dict) -> None:
+        from unilab_rl import FlashSAC, FlashSACConfig, OffPolicyRunner
+        from unilab_rl.testing import make_learner
+
+        self.args, self.seed = args, seed
+        torch.manual_seed(seed)
+        self.env, self.eval_env = GymVecEnv(args.env, args.num_envs, seed), GymVecEnv(args.env, 1, 10_000 + seed)
+        self.learner = make_learner(FlashSAC, FlashSACConfig, self.env, device=args.device,
+                                    max_iterations=args.schedule_steps, mixed_precision=False, **settings)
+        self.runner = OffPolicyRunner(self.env, self.learner, seed=seed, log_interval=10**9)
+        learner = self.learner
+        # The learner captures its updates as CUDA graphs (FlashSAC: runtime.cuda_graph auto on CUDA).
+        self.captures = learner.device.type == "cuda" and learner.runtime.cuda_graph is not False
+        self.gate: CaptureGate | None = None
+        self.abort: threading.Event | None = None
+
+    def evaluate(self) -> float:
+        """:func:`evaluate` on this seed's evaluation env (pausing for the gate between episodes)."""
+        returns = []
+        for k in range(self.args.eval_episodes):
+            returns.append(evaluate(self.learner, self.eval_env, 1, 10_000 + self.seed + k))
+            self._between_steps()
+        return statistics.mean(returns)
+
+    def _between_steps(self, *_: object) -> None:
+        """Threads mode, between two env steps: stop if another seed failed, else yield to a
+        thread that waits to capture."""
+        if self.abort is not None and self.abort.is_set():
+            raise Aborted(f"seed {self.seed}: stopped, another seed failed")
+        if self.gate is not None:
+            self.gate.pause()
+
+    @contextlib.contextmanager
+    def _own_graph_rng(self) -> Iterator[None]:
+        """While this seed holds the GPU alone: the device's default CUDA generator draws from this
+        seed's own generator state, so the update graphs captured now keep that state
+        (``torch.cuda.graph`` registers the default generator's state at capture, and every
+        replay advances the registered state). Without it all seeds' graphs would share the
+        default state: in torch releases that keep its seed and offset for graphs in one device
+        buffer per generator, each replay refills that buffer on its own stream, so concurrent
+        replays of two seeds could read each other's offset and draw the same batch indices and
+        noise; in later ones the host-side offset update of a replay is still unlocked."""
+        device = self.learner.device
+        default = torch.cuda.default_generators[device.index if device.index is not None
+                                                else torch.cuda.current_device()]
+        own = getattr(self, "_graph_generator", None)
+        if own is None:
+            own = self._graph_generator = torch.Generator(device=device)
+            own.manual_seed(GRAPH_SEED_OFFSET + self.seed)
+        previous = default.graphsafe_get_state()
+        default.graphsafe_set_state(own)
+        try:
+            yield
+        finally:
+            default.graphsafe_set_state(previous)
+
+    def _learn(self, iterations: int) -> None:
+        """``runner.learn(iterations)``; in threads mode with a capturing learner, the iterations
+        from its first update until its updates replay CUDA graphs run with the GPU to itself
+        (:class:`CaptureGate`, :meth:`_own_graph_rng`), the others pausing between env steps."""
+        runner, learner = self.runner, self.learner
+        if self.gate is None:
+            runner.learn(iterations)
+            return
+        while iterations > 0:
+            # The first update runs in iteration learning_starts - 1 (the buffer then holds
+            # learning_starts rows); with n-step returns a little later, inside the window too.
+            first = learner.learning_starts - 1 - learner.iteration
+            shared = not self.captures or learner.cuda_graphs
+            if shared or first > 0:
+                n = iterations if shared else min(iterations, first)
+                runner.learn(n, on_iteration=self._between_steps)
+                iterations -= n
+                continue
+            if learner.iteration - learner.learning_starts >= MAX_CAPTURE_ITERATIONS:
+                raise RuntimeError(f"seed {self.seed}: updates still not replaying CUDA graphs "
+                                   f"{MAX_CAPTURE_ITERATIONS} iterations after the first update")
+            self._between_steps()
+            with self.gate.exclusive(), self._own_graph_rng():
+                runner.learn(1)
+            iterations -= 1
+
+    def train(self, gate: CaptureGate | None = None, abort: threading.Event | None = None) -> list[tuple[int, float]]:
+        """Train this seed for ``--steps`` env steps, evaluating every ``--eval-every``.
+
+        Args:
+            gate: threads mode: the process's :class:`CaptureGate`; the caller holds it shared
+                (and gives it back after). ``None``: the seed runs alone.
+            abort: threads mode: set by the caller when a seed fails; this one then raises
+                :class:`Aborted` at its next env step.
+
+        Returns:
+            [(env steps, evaluation return)], from step 0 on. Closes both envs.
+        """
+        args, seed = self.args, self.seed
+        self.gate, self.abort = gate, abort
+        curve = [(0, self.evaluate())]
+        say(f"seed {seed}: step 0 return {curve[-1][1]:.1f}")
+        t0 = time.perf_counter()
+        done = 0
+        try:
+            while done < args.steps:
+                target = min(done + args.eval_every, args.steps)
+                while done < target:  # progress lines, so that a run cut short still shows its pace
+                    chunk = max(min(args.progress_every, target - done) // args.num_envs, 1)
+                    self._learn(chunk)
+                    done += chunk * args.num_envs
+                    say(f"seed {seed}: {done} env steps, {done / (time.perf_counter() - t0):.0f} env steps/s")
+                curve.append((done, self.evaluate()))
+                say(f"seed {seed}: step {done} return {curve[-1][1]:.1f} ({time.perf_counter() - t0:.0f} s, "
+                    f"cuda_graphs={self.learner.cuda_graphs})")
+        finally:
+            self.env.close()
+            self.eval_env.close()
+        return curve
+
+
+def run_seed(args: argparse.Namespace, seed: int, settings: dict) -> list[tuple[int, float]]:
+    """Build and train one seed alone; returns [(env steps, evaluation return)] at every
+    ``--eval-every`` steps."""
+    return SeedRun(args, seed, settings).train()
+
+
+def run_threads(args: argparse.Namespace, seeds: list[int], settings: dict) -> dict[int, list[tuple[int, float]]]:
+    """Train all ``seeds`` at once, one thread each, in this process (``--parallel threads``).
+
+    The seeds are built one after another first (:class:`SeedRun`: each after its own
+    ``torch.manual_seed``), then each thread trains its seed with its own CUDA stream as the
+    current stream (on the CPU there are none). Their kernels then share one CUDA context, so
+    the GPU runs them side by side instead of switching between processes' contexts in time
+    slices. Each seed's first updates, which compile the objectives and capture the update's
+    CUDA graphs, run with the GPU to themselves (:class:`CaptureGate`). If one seed fails the
+    others stop at their next env step and its error is raised.
+
+    Returns:
+        seed -> [(env steps, evaluation return)].
+
+    Raises:
+        RuntimeError: a learner compiles its objectives but does not capture CUDA graphs (its
+            compiled code would run concurrently in several threads); torch lacks
+            ``Generator.graphsafe_set_state`` on CUDA; what a seed raised.
+    """
+    runs = [SeedRun(args, seed, settings) for seed in seeds]
+    for run in runs:
+        if run.learner.compile_backend != "eager" and not run.captures:
+            raise RuntimeError("--parallel threads needs eager objectives or CUDA-graph updates: this learner "
+                               "compiles its objectives without capturing them, and compiled code is not run "
+                               "from several threads here")
+    if any(run.captures for run in runs) and not hasattr(torch.Generator, "graphsafe_set_state"):
+        raise RuntimeError(f"--parallel threads on CUDA needs torch.Generator.graphsafe_set_state (torch "
+                           f"{torch.__version__} lacks it) to give each seed's update graphs their own generator")
+    if any(run.learner.device.type == "cuda" for run in runs):
+        torch.cuda.synchronize()  # weights and buffers were written on the default stream
+    gate, abort = CaptureGate(), threading.Event()
+    curves: dict[int, list[tuple[int, float]]] = {}
+    errors: list[BaseException] = []
+
+    def body(run: SeedRun) -> None:
+        gate.enter()
+        try:
+            stream = torch.cuda.Stream(run.learner.device) if run.learner.device.type == "cuda" else None
+            with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+                curves[run.seed] = run.train(gate, abort)
+                if stream is not None:
+                    stream.synchronize()
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the main thread
+            if not isinstance(exc, Aborted):
+                errors.append(exc)
+            abort.set()
+        finally:
+            gate.leave()
+
+    threads = [threading.Thread(target=body, args=(run,), name=f"seed-{run.seed}", daemon=True) for run in runs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return {seed: curves[seed] for seed in seeds}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,6 +491,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--progress-every", type=int, default=10_000, help="env steps between progress lines")
     p.add_argument("--set", action="append", default=[], help="FlashSACConfig KEY=VALUE (repeatable)")
     p.add_argument("--out", default=None, help="write the curves as JSON here")
+    p.add_argument("--parallel", choices=("sequential", "threads"), default="sequential",
+                   help="sequential: one seed after another; threads: all seeds at once, one thread and CUDA "
+                        "stream each, in this process (the update randomness is then not reproducible on the "
+                        "CPU, nor the acting noise on CUDA: see the module docstring)")
     args = p.parse_args(argv)
     warnings.filterwarnings("ignore", message=".*out of date.*")  # Humanoid-v4 is the published version
     try:
@@ -220,6 +505,12 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("steps", "num_envs", "eval_every", "eval_episodes", "schedule_steps", "progress_every"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    except ValueError:
+        seeds = []
+    if not seeds or len(set(seeds)) != len(seeds):
+        p.error(f"--seeds {args.seeds!r}: expected distinct comma-separated integers, e.g. 0,1000,2000")
     from unilab_rl import FlashSACConfig
 
     settings = {**OFFICIAL_SETTINGS, "num_updates": args.num_envs}  # one update per env step
@@ -228,8 +519,10 @@ def main(argv: list[str] | None = None) -> int:
     settings |= parse_sets(args.set, FlashSACConfig)
     settings["buffer_size_per_env"] = min(settings["buffer_size_per_env"], -(-args.steps // args.num_envs))
     print(f"FlashSAC on {args.env}: {json.dumps(settings)}", flush=True)
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    curves = {seed: run_seed(args, seed, settings) for seed in seeds}
+    if args.parallel == "threads":
+        curves = run_threads(args, seeds, settings)
+    else:
+        curves = {seed: run_seed(args, seed, settings) for seed in seeds}
 
     print(f"\nevaluation return (deterministic policy, {args.eval_episodes} episodes) against {OFFICIAL_SOURCE}")
     print(f"{'env steps':>10s} {'ours: mean':>11s} {'min':>9s} {'max':>9s} {'official: mean':>15s} {'min':>9s} {'max':>9s}")
