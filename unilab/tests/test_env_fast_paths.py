@@ -384,3 +384,23 @@ def test_helpers_with_tensor_constants_equal_the_python_number_formulas_and_keep
         if dtype != torch.float16:  # the components' cross product rounds as torch.cross in float32/64 only
             parts = quat_rotate_parts(q.unbind(-1), v.unbind(-1), inverse=True)
             assert torch.equal(torch.stack(parts, -1), plain["rotate_inverse"])
+
+
+def test_euler_quaternion_equals_its_textbook_formula_bit_for_bit():
+    # quat_from_euler_xyz computes each product of the yaw and roll factors once and halves by a
+    # 0-dim tensor; its results must be those of the term-by-term formula, in the input's dtype,
+    # below and above the length where torch's elementwise kernels switch to vector code.
+    from unilab.utils.math import quat_from_euler_xyz, quat_from_euler_xyz_parts
+
+    torch.manual_seed(6)
+    for dtype in (torch.float32, torch.float64, torch.float16):
+        for n in (3, 40):
+            r, p, y = (0.4 * torch.randn(3, n, dtype=torch.float64)).to(dtype).unbind(0)  # rad
+            cr, sr = torch.cos(0.5 * r), torch.sin(0.5 * r)
+            cp, sp = torch.cos(0.5 * p), torch.sin(0.5 * p)
+            cy, sy = torch.cos(0.5 * y), torch.sin(0.5 * y)
+            ref = torch.stack((cy * cr * cp + sy * sr * sp, cy * sr * cp - sy * cr * sp,
+                               cy * cr * sp + sy * sr * cp, sy * cr * cp - cy * sr * sp), dim=-1)
+            got = quat_from_euler_xyz(r, p, y)
+            assert got.dtype == dtype and torch.equal(got, ref), (dtype, n)
+            assert torch.equal(torch.stack(quat_from_euler_xyz_parts(r, p, y), -1), ref)

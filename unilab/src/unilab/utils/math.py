@@ -17,6 +17,7 @@ Vec3 = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 # copied into a tensor of the operand's dtype (a cast op per call); a 0-dim tensor of the same
 # value takes part in the op as that number would (it does not widen the result's dtype), so
 # the results are the same, bit for bit, with one op fewer.
+_HALF = torch.tensor(0.5, dtype=torch.float32)
 _ONE = torch.tensor(1.0, dtype=torch.float32)
 _TWO = torch.tensor(2.0, dtype=torch.float32)
 
@@ -109,7 +110,7 @@ def quat_conjugate_parts(q: Parts) -> Parts:
 
 def quat_from_yaw(yaw: torch.Tensor) -> torch.Tensor:
     """(...,) yaw angles, rad -> (..., 4) wxyz quaternions about world z."""
-    half = 0.5 * yaw
+    half = _HALF * yaw
     zeros = torch.zeros_like(half)
     return torch.stack((torch.cos(half), zeros, zeros, torch.sin(half)), dim=-1)
 
@@ -195,15 +196,21 @@ def rot6d_from_parts(q: Parts) -> torch.Tensor:
 
 def quat_from_euler_xyz(roll: torch.Tensor, pitch: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
     """(..., 4) wxyz quaternion of extrinsic x-y-z Euler angles (R = Rz(yaw) Ry(pitch) Rx(roll))."""
-    cr, sr = torch.cos(0.5 * roll), torch.sin(0.5 * roll)
-    cp, sp = torch.cos(0.5 * pitch), torch.sin(0.5 * pitch)
-    cy, sy = torch.cos(0.5 * yaw), torch.sin(0.5 * yaw)
-    return torch.stack(
-        (
-            cy * cr * cp + sy * sr * sp,
-            cy * sr * cp - sy * cr * sp,
-            cy * cr * sp + sy * sr * cp,
-            sy * cr * cp - cy * sr * sp,
-        ),
-        dim=-1,
+    return torch.stack(quat_from_euler_xyz_parts(roll, pitch, yaw), dim=-1)
+
+
+def quat_from_euler_xyz_parts(roll: torch.Tensor, pitch: torch.Tensor, yaw: torch.Tensor) -> Parts:
+    """:func:`quat_from_euler_xyz` as its (w, x, y, z) components, each of the angles' shape,
+    float as the angles (rad). Each product of the yaw and roll factors is computed once and
+    used in both components that need it (``cy cr cp`` and ``cy cr sp`` share ``cy cr``), the
+    same float operations as multiplying out each term."""
+    cr, sr = torch.cos(_HALF * roll), torch.sin(_HALF * roll)
+    cp, sp = torch.cos(_HALF * pitch), torch.sin(_HALF * pitch)
+    cy, sy = torch.cos(_HALF * yaw), torch.sin(_HALF * yaw)
+    cycr, sysr, cysr, sycr = cy * cr, sy * sr, cy * sr, sy * cr
+    return (
+        cycr * cp + sysr * sp,
+        cysr * cp - sycr * sp,
+        cycr * sp + sysr * cp,
+        sycr * cp - cysr * sp,
     )
