@@ -19,10 +19,8 @@ from unilab.motion.library import ClipInfo
 from unilab.utils.math import (
     Parts,
     Vec3,
-    quat_conjugate,
     quat_from_euler_xyz_parts,
-    quat_mul,
-    quat_mul_parts,
+    quat_mul_stacked,
     quat_rotate_inverse,
     quat_rotate_parts,
     yaw_quat,
@@ -429,15 +427,15 @@ class MotionCommand:
         """(N, B, 3) float32 reference body angular velocities, world frame, rad/s."""
         return self._body("body_ang_vel_ref")
 
-    def _relative_bodies(self) -> tuple[Vec3, Parts]:
-        """((N, B) each x, y, z of the positions, m, (N, B) each w, x, y, z of the quaternions) of
-        the reference bodies moved onto the robot's anchor at the last refresh, float32; computed
-        once per refresh."""
+    def _relative_bodies(self) -> tuple[Vec3, torch.Tensor]:
+        """((N, B) each x, y, z of the positions, m, (4, N, B) w, x, y, z of the quaternions,
+        stacked) of the reference bodies moved onto the robot's anchor at the last refresh,
+        float32; computed once per refresh."""
         if self._relative is None:
-            delta_ori = yaw_quat(quat_mul(self._robot_anchor_quat, quat_conjugate(self.anchor_quat_w)))
-            delta_ori = delta_ori[:, None].unbind(-1)  # (N, 1) each, broadcast over the bodies
-            ref_quat = self._body_quat_ref_parts.index_select(1, self._frame).unbind(0)
-            quat = quat_mul_parts(delta_ori, ref_quat)
+            rel = quat_mul_stacked(self._robot_anchor_quat.T, self.anchor_quat_w.T, conjugate_b=True)
+            delta_ori = yaw_quat(rel.T).T[:, :, None]  # (4, N, 1), broadcast over the bodies
+            quat = quat_mul_stacked(delta_ori, self._body_quat_ref_parts.index_select(1, self._frame))
+            delta_ori = delta_ori.unbind(0)
             # (3, N, B) body positions relative to the reference anchor, as components
             ref_pos = self._body_pos_ref_parts.index_select(1, self._frame) - self.anchor_pos_w.T[:, :, None]
             rotated = quat_rotate_parts(delta_ori, ref_pos.unbind(0))
@@ -458,11 +456,17 @@ class MotionCommand:
     @property
     def body_quat_relative_w(self) -> torch.Tensor:
         """(N, B, 4) float32 reference body orientations (wxyz) moved onto the robot."""
-        return torch.stack(self._relative_bodies()[1], dim=-1)
+        return self._relative_bodies()[1].movedim(0, -1).contiguous()
 
     @property
     def body_quat_relative_parts(self) -> Parts:
         """:attr:`body_quat_relative_w` as its w, x, y, z components, (N, B) float32 each."""
+        return self._relative_bodies()[1].unbind(0)
+
+    @property
+    def body_quat_relative_stacked(self) -> torch.Tensor:
+        """:attr:`body_quat_relative_w` stacked: (4, N, B) float32 w, x, y, z along dim 0
+        (:func:`unilab.utils.math.quat_mul_stacked`); read-only."""
         return self._relative_bodies()[1]
 
     @property
@@ -586,8 +590,8 @@ class MotionCommand:
         root_noise, joint_noise = self._rsi_noise(n)
         # position, (the noise's roll, pitch, yaw), linear and angular velocity, world frame
         root = ref[:, :12] + root_noise
-        dq = quat_from_euler_xyz_parts(root_noise[:, 3], root_noise[:, 4], root_noise[:, 5])
-        quat = torch.stack(quat_mul_parts(dq, ref[:, 12:16].unbind(-1)), dim=-1)
+        dq = torch.stack(quat_from_euler_xyz_parts(root_noise[:, 3], root_noise[:, 4], root_noise[:, 5]))
+        quat = quat_mul_stacked(dq, ref[:, 12:16].T).T  # (k, 4)
         joint_pos = ref[:, 16 : 16 + j] + joint_noise
         if self.soft_joint_limits is not None:
             joint_pos = torch.clamp(joint_pos, self.soft_joint_limits[:, 0], self.soft_joint_limits[:, 1])
