@@ -49,9 +49,15 @@ def robot_body_pos_b(env, command_name: str = "motion", env_ids: torch.Tensor | 
     """(N, 3B) tracked body positions in the robot's anchor frame, m (privileged)."""
     cmd = env.commands[command_name]
     _, quat = _robot_anchor(env, cmd, env_ids)
-    # (B, N) components: the anchor's (N,) quaternion components broadcast over contiguous rows
-    pos = _rows(env.robot.body_pos_w, env_ids).permute(2, 1, 0).contiguous()
     a = cmd.anchor_index
+    if env_ids is not None:
+        # a few rows: torch.cross on (k, B, 3) costs less than the components' ops below, and
+        # quat_rotate_parts rounds as it does (fma), so the rows equal the full result's
+        pos = env.robot.body_pos_w.index_select(0, env_ids)
+        rel = quat_rotate_inverse(quat[:, None].expand(-1, pos.shape[1], -1), pos - pos[:, a : a + 1])
+        return rel.reshape(len(env_ids), -1)
+    # (B, N) components: the anchor's (N,) quaternion components broadcast over contiguous rows
+    pos = env.robot.body_pos_w.permute(2, 1, 0).contiguous()
     rel = quat_rotate_parts(quat.T.contiguous().unbind(0), (pos - pos[:, a : a + 1]).unbind(0), inverse=True)
     return torch.stack([c.T for c in rel], dim=-1).reshape(pos.shape[2], -1)
 
