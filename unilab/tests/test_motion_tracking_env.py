@@ -36,6 +36,7 @@ def env():
 
 def test_env_sizes_match_beyondmimic(env):
     assert isinstance(env, VecEnv)
+    assert env.backend.spec.reset_kinematics_only  # its resets skip the constraint solver
     assert env.obs_dims == {"actor": 160, "critic": 286}
     assert env.num_actions == 29
     assert env.max_episode_length == 500  # 10 s at 50 Hz
