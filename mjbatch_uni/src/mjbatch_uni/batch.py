@@ -228,6 +228,22 @@ class Batch:
         for name in outputs:
             self._output(name)
         self._warning = self._b.warning  # (nworld, mjNWARNING, 2) int32: (lastinfo, number)
+        # what diverged() reads, as few arrays as the layout allows: the divergence warnings'
+        # counters (a slice when their indices are consecutive), qpos and qvel (one block when
+        # qvel follows qpos in each state row)
+        w = np.asarray(DIVERGENCE_WARNINGS)
+        consecutive = bool((np.diff(w) == 1).all())
+        self._divergence_counts = (self._warning[:, w[0] : w[-1] + 1, 1] if consecutive
+                                   else None)  # fmt: skip
+        self._finite_blocks = (self._qpos, self._qvel)
+        start = self._qpos.ctypes.data - self._state.ctypes.data
+        if (
+            self._qpos.strides == self._qvel.strides == self._state.strides
+            and self._qvel.ctypes.data == self._qpos.ctypes.data + self._qpos.shape[1] * self._qpos.itemsize
+            and start % self._state.itemsize == 0
+        ):  # fmt: skip
+            col = start // self._state.itemsize
+            self._finite_blocks = (self._state[:, col : col + self._qpos.shape[1] + self._qvel.shape[1]],)
         self._failed = np.zeros(self._nworld, bool)  # rows whose last call raised in MuJoCo
         self._b.reset(None, -1, stage=_STAGE_ACC)
 
@@ -734,9 +750,12 @@ class Batch:
         batch keeps stepping all of them; reset the diverged rows.
         """
         self._check_open()
-        bad = (self._warning[:, DIVERGENCE_WARNINGS, 1] > 0).any(axis=1)
-        bad |= ~np.isfinite(self._qpos).all(axis=1)
-        bad |= ~np.isfinite(self._qvel).all(axis=1)
+        counts = self._divergence_counts
+        if counts is None:
+            counts = self._warning[:, DIVERGENCE_WARNINGS, 1]
+        bad = (counts > 0).any(axis=1)
+        for block in self._finite_blocks:
+            bad |= ~np.isfinite(block).all(axis=1)
         return bad | self._failed
 
     def error(self, world: int) -> str:

@@ -212,7 +212,8 @@ class MotionCommand:
         time_steps: (N,) int64 current frame of each row, within its clip.
         body_pos_w, body_quat_w, body_lin_vel_w, body_ang_vel_w: (N, B, ·) reference bodies
             (gathered on first read after each refresh).
-        anchor_pos_w, anchor_quat_w: (N, 3), (N, 4) reference anchor.
+        anchor_pos_w, anchor_quat_w: (N, 3), (N, 4) reference anchor (views of one (N, 7)
+            tensor per refresh).
         body_pos_relative_w, body_quat_relative_w: (N, B, ·) reference bodies moved onto the
             robot: xy from the robot's anchor, z from the reference anchor, yaw-only rotation
             (BeyondMimic ``update_relative_body_poses``), from the robot's anchor at the last
@@ -271,10 +272,15 @@ class MotionCommand:
         self._command_ref = torch.cat((self.joint_pos_ref, self.joint_vel_ref), dim=1)
         self.body_pos_ref, self.body_quat_ref = cat("body_pos_w"), cat("body_quat_w")
         self.body_lin_vel_ref, self.body_ang_vel_ref = cat("body_lin_vel_w"), cat("body_ang_vel_w")
-        # (3, F, B) x, y, z of the body positions and (4, F, B) w, x, y, z of the body quaternions:
-        # one gather gives contiguous components
-        self._body_pos_ref_parts = self.body_pos_ref.permute(2, 0, 1).contiguous()
+        # (3, F, B) x, y, z of the body positions relative to the frame's anchor body (the
+        # subtraction the relative bodies start from, done once per frame) and (4, F, B) w, x, y,
+        # z of the body quaternions: one gather gives contiguous components
+        a = body_names.index(anchor_body)
+        pos_parts = self.body_pos_ref.permute(2, 0, 1).contiguous()
+        self._body_pos_from_anchor_ref = pos_parts - pos_parts[:, :, a : a + 1]
         self._body_quat_ref_parts = self.body_quat_ref.permute(2, 0, 1).contiguous()
+        # (F, 7) the anchor body's position and quaternion: one gather per refresh
+        self._anchor_ref = torch.cat((self.body_pos_ref[:, a], self.body_quat_ref[:, a]), dim=1)
         # (F, 16 + 2J) what a reset reads of each frame, in one row: the root body's position,
         # 3 zeros, its linear and angular velocity (the columns of the RSI root noise, so that
         # one add perturbs them all), its quaternion, then the joint positions and velocities
@@ -387,9 +393,8 @@ class MotionCommand:
         # The (N, B) reference bodies are gathered on first read: the observations after a reset
         # read only the anchor, and the next advance refreshes again.
         self._frame, self._bodies = t, {}
-        a = self.anchor_index
-        self.anchor_pos_w = self.body_pos_ref[:, a].index_select(0, t)
-        self.anchor_quat_w = self.body_quat_ref[:, a].index_select(0, t)
+        anchor = self._anchor_ref.index_select(0, t)
+        self.anchor_pos_w, self.anchor_quat_w = anchor[:, :3], anchor[:, 3:]
         # The relative bodies are computed on first read (terminations and rewards read them after
         # the step's advance; the refresh after a reset is overwritten unread by the next advance),
         # from the robot's anchor as it is now: the backend refills its state tensors in place.
@@ -437,7 +442,7 @@ class MotionCommand:
             quat = quat_mul_stacked(delta_ori, self._body_quat_ref_parts.index_select(1, self._frame))
             delta_ori = delta_ori.unbind(0)
             # (3, N, B) body positions relative to the reference anchor, as components
-            ref_pos = self._body_pos_ref_parts.index_select(1, self._frame) - self.anchor_pos_w.T[:, :, None]
+            ref_pos = self._body_pos_from_anchor_ref.index_select(1, self._frame)
             rotated = quat_rotate_parts(delta_ori, ref_pos.unbind(0))
             pos = tuple(d + r for d, r in zip(self._delta_pos.T[:, :, None], rotated))
             self._relative = (pos, quat)
