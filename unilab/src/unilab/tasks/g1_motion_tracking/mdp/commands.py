@@ -293,7 +293,7 @@ class MotionCommand:
         self.clip_frames = torch.tensor([c.num_frames for c in clips], dtype=torch.long, device=dev)
         self.clip_offset = torch.cumsum(self.clip_frames, 0) - self.clip_frames
         self.body_names = body_names
-        self.anchor_index = body_names.index(anchor_body)
+        self.anchor_index = a
         self.root_index = root
         control_rate = 1.0 / env.step_dt
         self.sampler = AdaptiveSampler(
