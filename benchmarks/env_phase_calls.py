@@ -1,5 +1,7 @@
 """CPU time per call of the env's per-step phases, on a fixed state: the observation manager's
-full compute and its compute of 10 reset rows, the reward and the termination managers' compute.
+full compute and its compute of 10 reset rows, the reward and the termination managers' compute,
+and the reset of 6 rows with their fresh observations (``reset6``: what ``step`` does for the
+rows that end, physics of the reset included).
 
 One command per checkout, from its repository root (alternate the checkouts for an A/B):
 
@@ -9,7 +11,9 @@ It builds ``--task`` (as ``env_overhead.py`` builds it) at each of ``--num-envs`
 steps, then calls each phase 30 times to warm up and 300 times timed (``time.thread_time``, torch
 threads 1) and prints one JSON line: ``"<num_envs>/<phase>"`` -> median µs per call. Repeated
 calls see the same state, so this times a phase's own ops without the between-run spread of a
-whole env step (resets, physics), which is larger than a cut of a few hundred µs.
+whole env step (resets, physics), which is larger than a cut of a few hundred µs. ``reset6``
+resets the same 6 rows on every call (each call draws new starts from the env's generator, so
+two checkouts that draw alike reset to the same states), and runs last.
 """
 
 from __future__ import annotations
@@ -41,9 +45,11 @@ def main() -> None:
         for _ in range(10):
             env.step(standing)
         rows = torch.arange(0, n, max(1, n // 10))[:10]
+        rows6 = torch.arange(0, n, max(1, n // 6))[:6]
         om = env.observation_manager
         phases = {"obs_full": om.compute, "obs_rows10": lambda: om.compute(rows),
-                  "reward": env.reward_manager.compute, "termination": env.termination_manager.compute}
+                  "reward": env.reward_manager.compute, "termination": env.termination_manager.compute,
+                  "reset6": lambda: (env._reset_rows(rows6), om.compute(rows6))}
         for name, call in phases.items():
             for _ in range(30):
                 call()

@@ -274,6 +274,13 @@ def test_diverged_non_finite_without_autoreset():
     batch = Batch(m, 3, nthread=1)
     batch.bind("qpos")[1, 0] = np.nan
     np.testing.assert_array_equal(batch.diverged(), [False, True, False])
+    # diverged() checks qpos and qvel as one block of the state rows: both ends of it
+    batch.bind("qpos")[1, 0] = 0.0
+    batch.bind("qpos")[0, -1] = np.inf
+    batch.bind("qvel")[2, -1] = -np.inf
+    np.testing.assert_array_equal(batch.diverged(), [True, False, True])
+    (block,) = batch._finite_blocks
+    np.testing.assert_array_equal(block, np.concatenate((batch.qpos, batch.qvel), axis=1))
 
 
 def test_simulation_error_is_reported_not_raised():

@@ -52,6 +52,41 @@ def test_reset_keyframe_plus_perturbation_in_one_call(model):
     assert (batch.bind("time")[ids] == 0).all() and (batch.bind("time")[[0, 2, 4]] > 0).all()
 
 
+@pytest.mark.parametrize("persistent", [False, True])
+@pytest.mark.parametrize("derived", ["last_substep", "current"])
+def test_velocity_stage_reset_has_the_kinematics_and_the_trajectory_of_a_full_one(model, persistent, derived):
+    """A reset that stops after the velocity stage gives the reset rows the full reset's state,
+    poses and position/velocity sensors, leaves their acceleration-stage values zero, and every
+    later step equals the full reset's bit for bit (the box lands on the plane: contacts)."""
+    acc_sensor = np.zeros(model.nsensordata, bool)
+    for s in range(model.nsensor):
+        if model.sensor_needstage[s] == int(mujoco.mjtStage.mjSTAGE_ACC):
+            acc_sensor[model.sensor_adr[s] : model.sensor_adr[s] + model.sensor_dim[s]] = True
+    assert acc_sensor.any()
+    runs = []
+    for stage in (mujoco.mjtStage.mjSTAGE_ACC, mujoco.mjtStage.mjSTAGE_VEL):
+        batch = Batch(model, NWORLD, nthread=2, persistent=persistent, derived=derived,
+                      outputs=("sensordata", "cfrc_ext"))
+        batch.reset()
+        controls = _controls(model, 6)
+        for u in controls[:3]:
+            batch.step(u, NSTEP)
+        dqpos = np.random.default_rng(1).normal(0, 0.1, (2, model.nv))
+        batch.reset([3, 1], dqpos=dqpos, stage=int(stage))
+        after = (batch.get_state(spec=FULL), np.array(batch.sensordata), np.array(batch.bind("cfrc_ext")))
+        for u in controls[3:]:
+            batch.step(u, NSTEP)
+        runs.append((after, batch.get_state(spec=FULL), np.array(batch.sensordata)))
+        batch.close()
+    (full, full_end, full_sensors), (vel, vel_end, vel_sensors) = runs
+    np.testing.assert_array_equal(vel[0], full[0])  # qpos, qvel, act, time, ...
+    np.testing.assert_array_equal(vel[1][:, ~acc_sensor], full[1][:, ~acc_sensor])
+    assert (vel[1][[3, 1]][:, acc_sensor] == 0).all() and (vel[2][[3, 1]] == 0).all()
+    np.testing.assert_array_equal(vel[1][[0, 2, 4]], full[1][[0, 2, 4]])
+    np.testing.assert_array_equal(vel_end, full_end)
+    np.testing.assert_array_equal(vel_sensors, full_sensors)
+
+
 def test_get_state_and_set_state_select_rows(model):
     batch = Batch(model, NWORLD, nthread=2)
     batch.reset()

@@ -384,3 +384,62 @@ def test_helpers_with_tensor_constants_equal_the_python_number_formulas_and_keep
         if dtype != torch.float16:  # the components' cross product rounds as torch.cross in float32/64 only
             parts = quat_rotate_parts(q.unbind(-1), v.unbind(-1), inverse=True)
             assert torch.equal(torch.stack(parts, -1), plain["rotate_inverse"])
+
+
+def test_euler_quaternion_equals_its_textbook_formula_bit_for_bit():
+    # quat_from_euler_xyz computes each product of the yaw and roll factors once and halves by a
+    # 0-dim tensor; its results must be those of the term-by-term formula, in the input's dtype,
+    # below and above the length where torch's elementwise kernels switch to vector code.
+    from unilab.utils.math import quat_from_euler_xyz, quat_from_euler_xyz_parts
+
+    torch.manual_seed(6)
+    for dtype in (torch.float32, torch.float64, torch.float16):
+        for n in (3, 40):
+            r, p, y = (0.4 * torch.randn(3, n, dtype=torch.float64)).to(dtype).unbind(0)  # rad
+            cr, sr = torch.cos(0.5 * r), torch.sin(0.5 * r)
+            cp, sp = torch.cos(0.5 * p), torch.sin(0.5 * p)
+            cy, sy = torch.cos(0.5 * y), torch.sin(0.5 * y)
+            ref = torch.stack((cy * cr * cp + sy * sr * sp, cy * sr * cp - sy * cr * sp,
+                               cy * cr * sp + sy * sr * cp, sy * cr * cp - cy * sr * sp), dim=-1)
+            got = quat_from_euler_xyz(r, p, y)
+            assert got.dtype == dtype and torch.equal(got, ref), (dtype, n)
+            assert torch.equal(torch.stack(quat_from_euler_xyz_parts(r, p, y), -1), ref)
+
+
+def test_stacked_quaternion_helpers_equal_the_components_forms_bit_for_bit():
+    # The tracking terms multiply quaternions stacked as (4, ...) tensors, all 16 component
+    # products in one op; every result must equal the components' form bit for bit (signed zeros
+    # included), with either operand conjugated, broadcast (N, 1) against (N, B), strided inputs,
+    # in float16/32/64, below and above the length where elementwise kernels vectorize.
+    from unilab.utils.math import quat_error_magnitude_stacked, quat_mul_stacked, rot6d_from_stacked
+
+    torch.manual_seed(7)
+    for dtype in (torch.float32, torch.float64, torch.float16):
+        for shape in ((5,), (40,), (64, 14)):
+            a, b = (torch.nn.functional.normalize(torch.randn(*shape, 4, dtype=torch.float64), dim=-1).to(dtype)
+                    for _ in range(2))  # fmt: skip
+            a[..., :2, 1] = 0.0
+            b[..., :1, 2] = -0.0
+            sa, sb = a.movedim(-1, 0), b.movedim(-1, 0)  # strided (4, ...) views
+            pa, pb = a.unbind(-1), b.unbind(-1)
+            cases = {
+                "mul": (quat_mul_stacked(sa, sb), quat_mul_parts(pa, pb)),
+                "conj_a": (quat_mul_stacked(sa.contiguous(), sb, conjugate_a=True),
+                           quat_mul_parts(quat_conjugate_parts(pa), pb)),
+                "conj_b": (quat_mul_stacked(sa, sb, conjugate_b=True), quat_mul_parts(pa, quat_conjugate_parts(pb))),
+            }  # fmt: skip
+            if len(shape) == 2:  # the anchor's (N, 1) against the bodies
+                pn = a[:, 3:4].unbind(-1)
+                cases["broadcast"] = (quat_mul_stacked(sa[:, :, 3:4], sb, conjugate_a=True),
+                                      quat_mul_parts(quat_conjugate_parts(pn), pb))  # fmt: skip
+            for key, (got, ref) in cases.items():
+                assert got.dtype == dtype, key
+                assert torch.equal(_bits(got), _bits(torch.stack(ref))), (key, dtype, shape)
+            assert torch.equal(_bits(rot6d_from_stacked(sa)), _bits(rot6d_from_parts(pa))), (dtype, shape)
+            assert torch.equal(_bits(quat_error_magnitude_stacked(sa, sb)), _bits(quat_error_magnitude_parts(pa, pb)))
+    try:
+        quat_mul_stacked(sa, sb, conjugate_a=True, conjugate_b=True)
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("conjugating both operands must raise")

@@ -36,6 +36,7 @@ def env():
 
 def test_env_sizes_match_beyondmimic(env):
     assert isinstance(env, VecEnv)
+    assert env.backend.spec.reset_kinematics_only  # its resets skip the constraint solver
     assert env.obs_dims == {"actor": 160, "critic": 286}
     assert env.num_actions == 29
     assert env.max_episode_length == 500  # 10 s at 50 Hz
@@ -349,3 +350,77 @@ def test_end_effector_termination_takes_body_indices_as_a_list_or_a_tuple() -> N
     assert expected.any() and not expected.all()  # the threshold splits the rows
     for rows in ([1, 3], (1, 3)):
         assert torch.equal(terminations.bad_motion_body_pos_z_only(env, 0.6, rows), expected)
+
+
+def _bits(x: torch.Tensor) -> torch.Tensor:
+    """The float32 bit patterns (so that -0.0 and 0.0 differ)."""
+    return x.float().contiguous().view(torch.int32)
+
+
+def test_reset_of_some_rows_writes_the_reference_plus_one_noise_draw_and_leaves_the_others():
+    """The RSI state of reset rows equals, bit for bit, the plain formulas (the root and joint
+    references gathered one by one, the noise of one draw, the root rotation as a quaternion
+    product, qpos and qvel written into the keyframe), and the other rows keep their state."""
+    from unilab.utils.math import quat_from_euler_xyz, quat_mul, quat_rotate_inverse
+
+    e = build(num_envs=8, push={"enabled": False})
+    try:
+        e.reset()
+        for _ in range(3):
+            e.step(torch.zeros(8, 29))
+        cmd, gen = e.commands["motion"], e.generator
+        ids = torch.tensor([6, 1, 4])
+        rest = torch.tensor([0, 2, 3, 5, 7])
+        before = e.backend.packed[rest].clone()
+        state = gen.get_state()
+        cmd.reset(ids)
+        got_qpos, got_qvel = e.backend.qpos[ids].clone(), e.backend.qvel[ids].clone()
+        assert torch.equal(e.backend.packed[rest], before)
+
+        # the same starts drawn again, then the state from the plain formulas
+        gen.set_state(state)
+        clips, start = cmd.sampler.sample(len(ids), gen)
+        assert torch.equal(cmd.clip_index[ids], clips) and torch.equal(cmd.time_steps[ids], start)
+        t = cmd.clip_offset[clips] + start
+        n, j, nz = len(ids), 29, cmd.noise
+        u = 2.0 * torch.rand(n * (12 + j), generator=gen) - 1.0
+        scale = torch.tensor([nz.pos_xy, nz.pos_xy, nz.pos_z, nz.roll_pitch, nz.roll_pitch, nz.yaw, nz.lin_vel_xy,
+                              nz.lin_vel_xy, nz.lin_vel_z, nz.ang_vel_roll_pitch, nz.ang_vel_roll_pitch, nz.ang_vel_yaw])
+        root_noise = (u[: 12 * n].view(12, n) * scale[:, None]).T
+        joint_noise = u[12 * n :].view(n, j) * nz.joint_pos
+        pos = cmd.body_pos_ref[t, 0] + root_noise[:, 0:3]
+        quat = quat_mul(quat_from_euler_xyz(root_noise[:, 3], root_noise[:, 4], root_noise[:, 5]),
+                        cmd.body_quat_ref[t, 0])
+        lin = cmd.body_lin_vel_ref[t, 0] + root_noise[:, 6:9]
+        ang = cmd.body_ang_vel_ref[t, 0] + root_noise[:, 9:12]
+        lim = cmd.soft_joint_limits
+        joint_pos = torch.clamp(cmd.joint_pos_ref[t] + joint_noise, lim[:, 0], lim[:, 1])
+        qpos = e.meta.default_qpos.repeat(n, 1)
+        qvel = torch.zeros(n, e.backend.nv)
+        qpos[:, 0:3], qpos[:, 3:7], qpos[:, e.meta.qpos_adr] = pos, quat, joint_pos
+        qvel[:, 0:3], qvel[:, 3:6] = lin, quat_rotate_inverse(quat, ang)
+        qvel[:, e.meta.qvel_adr] = cmd.joint_vel_ref[t]
+        # the backend stores float64 and hands out float32: the float32 values written come back
+        assert torch.equal(_bits(got_qpos), _bits(qpos)) and torch.equal(_bits(got_qvel), _bits(qvel))
+    finally:
+        e.close()
+
+
+def test_adaptive_draws_equal_the_plain_formula():
+    """Start frames drawn from per-bin tables equal the formula over the clips' arrays, bit for
+    bit, over several clips with their own bin counts."""
+    sampler = AdaptiveSampler([301, 101, 57], [7, 3, 2], weights=[1.0, 2.0, 0.5], kernel_size=3, lam=0.8)
+    for _ in range(20):
+        sampler.record_failures(torch.tensor([5, 40, 90]), torch.tensor([1, 0, 0]))
+        sampler.step()
+    gen = torch.Generator().manual_seed(4)
+    state = gen.get_state()
+    clips, frames = sampler.sample(2000, gen)
+    gen.set_state(state)
+    bins = torch.multinomial(sampler.probabilities, 2000, replacement=True, generator=gen)
+    ref_clips = sampler.clip_of_bin[bins]
+    u = torch.rand(2000, generator=gen)
+    local = (bins - sampler.bin_offset[ref_clips]).float()
+    ref = ((local + u) / sampler.bins[ref_clips].float() * (sampler.frames[ref_clips] - 1).float()).long()
+    ref = torch.minimum(ref.clamp(min=0), sampler.frames[ref_clips] - 1)
+    assert torch.equal(clips, ref_clips) and torch.equal(frames, ref)

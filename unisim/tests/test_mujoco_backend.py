@@ -357,6 +357,37 @@ def test_selected_reset_touches_only_its_rows(backend):
     backend.reset(torch.tensor([], dtype=torch.int64))  # nothing
 
 
+def test_kinematics_only_resets_leave_contact_forces_zero_and_the_trajectory_unchanged():
+    """With SimSpec.reset_kinematics_only the reset rows get the full reset's state, tracked
+    bodies and position/velocity sensors, zero contact forces until their next step, and every
+    later step equals the full reset's bit for bit (the box rests on the floor: contacts)."""
+    mjcf = MJCF.replace('qvel="0.3 -0.2 1 2 -1 3 0"', "")
+    runs = []
+    for kinematics_only in (False, True):
+        b = make(mjcf=mjcf, reset_kinematics_only=kinematics_only)
+        for k in range(60):  # the box lands and rests on the floor
+            b.step(_ctrl(k))
+        b.contact_force("box")  # copied from now on
+        ids = torch.tensor([2, 0])
+        qpos = b.qpos[ids].clone()
+        qpos[:, 2] -= 0.002  # pressed into the floor: the reset state has contact forces
+        b.reset(ids, qpos=qpos)
+        after = [b.qpos.clone(), b.qvel.clone(), b.sensor("gyro").clone(), b.contact_force("box").clone(),
+                 *(x.clone() for x in b.body_state())]
+        for k in range(5):
+            b.step(_ctrl(k))
+        runs.append((after, b.packed.clone()))
+        b.close()
+    (full, full_end), (kin, kin_end) = runs
+    for i, (x, y) in enumerate(zip(full, kin)):
+        if i == 3:  # contact forces: the full reset's at rest on the floor, zero until the next step
+            assert full[3][[2, 0], 2].min() > 1.0 and not kin[3][[2, 0]].any()
+            assert torch.equal(x[[1, 3]], y[[1, 3]])
+        else:
+            assert torch.equal(x, y), i
+    assert torch.equal(full_end, kin_end)
+
+
 def test_set_state_keeps_time_and_ctrl(backend):
     backend.step(_ctrl(0))
     t = backend.batch.bind("time").copy()

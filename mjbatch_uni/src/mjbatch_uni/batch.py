@@ -228,6 +228,22 @@ class Batch:
         for name in outputs:
             self._output(name)
         self._warning = self._b.warning  # (nworld, mjNWARNING, 2) int32: (lastinfo, number)
+        # what diverged() reads, as few arrays as the layout allows: the divergence warnings'
+        # counters (a slice when their indices are consecutive), qpos and qvel (one block when
+        # qvel follows qpos in each state row)
+        w = np.asarray(DIVERGENCE_WARNINGS)
+        consecutive = bool((np.diff(w) == 1).all())
+        self._divergence_counts = (self._warning[:, w[0] : w[-1] + 1, 1] if consecutive
+                                   else None)  # fmt: skip
+        self._finite_blocks = (self._qpos, self._qvel)
+        start = self._qpos.ctypes.data - self._state.ctypes.data
+        if (
+            self._qpos.strides == self._qvel.strides == self._state.strides
+            and self._qvel.ctypes.data == self._qpos.ctypes.data + self._qpos.shape[1] * self._qpos.itemsize
+            and start % self._state.itemsize == 0
+        ):  # fmt: skip
+            col = start // self._state.itemsize
+            self._finite_blocks = (self._state[:, col : col + self._qpos.shape[1] + self._qvel.shape[1]],)
         self._failed = np.zeros(self._nworld, bool)  # rows whose last call raised in MuJoCo
         self._b.reset(None, -1, stage=_STAGE_ACC)
 
@@ -527,6 +543,7 @@ class Batch:
         *,
         dqpos: Optional[npt.ArrayLike] = None,
         dqvel: Optional[npt.ArrayLike] = None,
+        stage: int = _STAGE_ACC,
     ) -> None:
         """Reset rows to a keyframe plus a perturbation, and run ``mj_forward`` on them: one call.
 
@@ -535,8 +552,8 @@ class Batch:
         ``qpos``/``qvel`` overwrite the keyframe's if given; ``dqpos`` is integrated into qpos as
         a velocity over 1 s (``mj_integratePos(m, qpos, dqpos, 1)``: joint-space offsets for
         hinge and slide joints, and rotation vectors, local frame, for ball and free joints, so
-        quaternions stay unit); ``dqvel`` is added to qvel; then ``mj_forward``. Other rows are
-        untouched.
+        quaternions stay unit); ``dqvel`` is added to qvel; then ``mj_forward`` (or its stages up
+        to ``stage``). Other rows are untouched.
 
         Args:
             ids: rows, in any order (int array, sequence, or a (nworld,) bool mask); None for all.
@@ -546,13 +563,25 @@ class Batch:
                 defaults; None for keyframe 0 if the model has keyframes, else the defaults.
             dqpos: (k, nv) position perturbation (rad, m; tangent space), or None.
             dqvel: (k, nv) velocity perturbation (rad/s, m/s), or None.
+            stage: ``mjSTAGE_ACC`` (default): ``mj_forward``, everything at the reset state;
+                ``mjSTAGE_VEL``: the position and velocity stages only (poses, velocities and
+                the position- and velocity-dependent sensors at the reset state), the
+                acceleration-dependent values (``qacc``, ``cfrc_ext``, acceleration-stage
+                sensors such as ``touch``, ``force``, ``contact``) left as the reset cleared them
+                (zero) until the rows' next step, which computes every stage itself (the
+                trajectory from there is the same: a forward pass writes no state the step
+                reads). It skips the constraint solver, most of a reset's cost on a robot in
+                contact.
 
         Raises:
             IndexError: a row outside [0, nworld).
-            ValueError: duplicate rows, wrong shapes, non-finite values, a bad keyframe.
+            ValueError: duplicate rows, wrong shapes, non-finite values, a bad keyframe, a stage
+                other than those two.
             SimulationError: MuJoCo raised in the forward pass of some rows.
         """
         self._check_open()
+        if int(stage) not in (_STAGE_VEL, _STAGE_ACC):
+            raise ValueError(f"stage must be mjSTAGE_VEL ({_STAGE_VEL}) or mjSTAGE_ACC ({_STAGE_ACC}), got {stage}")
         rows, order = self._rows(ids)
         if rows is not None and len(rows) == 0:
             return
@@ -568,7 +597,7 @@ class Batch:
             raise ValueError(f"bad keyframe: {e} (the model has {self.model.nkey})") from None
         self._write_state(rows, values)
         self._failed[slice(None) if rows is None else rows] = False
-        self._call(self._b.forward, rows, stage=_STAGE_ACC)
+        self._call(self._b.forward, rows, stage=int(stage))
 
     def set_state(
         self,
@@ -721,9 +750,12 @@ class Batch:
         batch keeps stepping all of them; reset the diverged rows.
         """
         self._check_open()
-        bad = (self._warning[:, DIVERGENCE_WARNINGS, 1] > 0).any(axis=1)
-        bad |= ~np.isfinite(self._qpos).all(axis=1)
-        bad |= ~np.isfinite(self._qvel).all(axis=1)
+        counts = self._divergence_counts
+        if counts is None:
+            counts = self._warning[:, DIVERGENCE_WARNINGS, 1]
+        bad = (counts > 0).any(axis=1)
+        for block in self._finite_blocks:
+            bad |= ~np.isfinite(block).all(axis=1)
         return bad | self._failed
 
     def error(self, world: int) -> str:

@@ -57,6 +57,14 @@ class SimSpec:
             returns, in this order.
         device: where the returned tensors live (``"cpu"`` for a host-bridge backend).
         cpu_ids: optional CPU cores to pin the physics threads to (Linux).
+        options: backend-specific settings (see each backend).
+        reset_kinematics_only: what :meth:`SimBackend.reset` must compute for the reset rows.
+            False (default): everything, at the reset state. True: positions and velocities
+            and what derives from them (body poses and velocities, position- and
+            velocity-dependent sensors); the acceleration-dependent values (contact forces,
+            acceleration-stage sensors such as touch or contact) may stay unset until the rows'
+            next step, whose trajectory is the same either way. For an env that reads none of
+            those before the next step; a backend may compute them anyway.
     """
 
     mjcf: str
@@ -67,6 +75,7 @@ class SimSpec:
     device: str = "cpu"
     cpu_ids: Sequence[int] | None = None
     options: dict = field(default_factory=dict)
+    reset_kinematics_only: bool = False
 
 
 class SimBackend(abc.ABC):
@@ -125,6 +134,7 @@ class SimBackend(abc.ABC):
 
         Rows are set to the first keyframe, then ``qpos`` / ``qvel`` (when given) overwrite it;
         ctrl is set to the keyframe's ctrl, time to 0 and the solver warm start is cleared.
+        What is recomputed besides the kinematics: :attr:`SimSpec.reset_kinematics_only`.
 
         Args:
             env_ids: (k,) int64 row indices in [0, num_envs).

@@ -77,6 +77,12 @@ class EnvCfg:
         noise: whether actor observation noise is applied.
         penalty_curriculum: scales the negative-weight reward terms by episode length
             (:class:`~unilab.envs.managers.PenaltyCurriculum`); None keeps them at full weight.
+        reset_kinematics_only: the backend's resets may leave the acceleration-dependent values
+            of the reset rows (contact forces, contact and other acceleration-stage sensors)
+            unset until their next step (:attr:`unisim.SimSpec.reset_kinematics_only`): for a
+            task none of whose terms or commands reads those of a reset row before its next
+            step (the contact sensors re-read them at the reset, and the next step's update
+            overwrites them before any term reads them). Rollouts are the same either way.
     """
 
     mjcf: str
@@ -93,6 +99,7 @@ class EnvCfg:
     contact_sensors: dict[str, ContactSensorCfg] = field(default_factory=dict)
     noise: bool = True
     penalty_curriculum: PenaltyCurriculum | None = None
+    reset_kinematics_only: bool = False
 
 
 class ManagerBasedRlEnv:
@@ -144,6 +151,7 @@ class ManagerBasedRlEnv:
                 decimation=cfg.decimation,
                 tracked_bodies=tuple(cfg.tracked_bodies),
                 cpu_ids=cpu_ids,
+                reset_kinematics_only=cfg.reset_kinematics_only,
             )
         )
         self.device = self.backend.device

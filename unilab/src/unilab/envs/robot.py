@@ -12,7 +12,7 @@ import mujoco
 import numpy as np
 import torch
 
-from unilab.utils.math import Parts, projected_gravity, quat_parts, quat_rotate_inverse
+from unilab.utils.math import Parts, projected_gravity, quat_rotate_inverse
 from unisim import SimBackend
 
 
@@ -128,7 +128,8 @@ class RobotView:
         projected_gravity_b: (N, 3) unit gravity direction in the base frame.
         body_pos_w, body_quat_w, body_lin_vel_w, body_ang_vel_w: (N, B, ·) for the backend's
             tracked bodies.
-        body_quat_parts: ``body_quat_w`` as contiguous (N, B) w, x, y, z components (a copy).
+        body_quat_stacked: ``body_quat_w`` as a contiguous (4, N, B) tensor, w, x, y, z along
+            dim 0 (a copy); body_quat_parts: its (N, B) components.
         default_joint_pos: (J,) joint positions of keyframe 0, rad.
         encoder_bias: (N, J) rad added to the joint positions the policy observes (a miscalibrated
             encoder); zero unless a domain-randomization event draws it (mjlab ``encoder_bias``).
@@ -167,7 +168,7 @@ class RobotView:
         self._base_lin_vel_b: torch.Tensor | None = None
         self._projected_gravity_b: torch.Tensor | None = None
         self._diverged: torch.Tensor | None = None
-        self._body_quat_parts: Parts | None = None
+        self._body_quat_stacked: torch.Tensor | None = None
         qpos, qvel = self.backend.qpos, self.backend.qvel
         body = self.backend.body_state()
         if (
@@ -203,13 +204,19 @@ class RobotView:
         return self._base_lin_vel_b
 
     @property
+    def body_quat_stacked(self) -> torch.Tensor:
+        """:attr:`body_quat_w` as a contiguous (4, N, B) float32 tensor, w, x, y, z along dim 0,
+        copied on first use after each refresh (quaternion products of stacked components run
+        vectorized, all components in one op; :func:`unilab.utils.math.quat_mul_stacked`)."""
+        if self._body_quat_stacked is None:
+            self._body_quat_stacked = self.body_quat_w.movedim(-1, 0).contiguous()
+        return self._body_quat_stacked
+
+    @property
     def body_quat_parts(self) -> Parts:
-        """:attr:`body_quat_w` as contiguous w, x, y, z components, (N, B) float32 each, copied on
-        first use after each refresh (quaternion products of contiguous components run vectorized;
-        :func:`unilab.utils.math.quat_mul_parts`)."""
-        if self._body_quat_parts is None:
-            self._body_quat_parts = quat_parts(self.body_quat_w)
-        return self._body_quat_parts
+        """:attr:`body_quat_w` as contiguous w, x, y, z components, (N, B) float32 each: the
+        rows of :attr:`body_quat_stacked`."""
+        return self.body_quat_stacked.unbind(0)
 
     @property
     def projected_gravity_b(self) -> torch.Tensor:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 
@@ -17,6 +19,7 @@ Vec3 = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 # copied into a tensor of the operand's dtype (a cast op per call); a 0-dim tensor of the same
 # value takes part in the op as that number would (it does not widen the result's dtype), so
 # the results are the same, bit for bit, with one op fewer.
+_HALF = torch.tensor(0.5, dtype=torch.float32)
 _ONE = torch.tensor(1.0, dtype=torch.float32)
 _TWO = torch.tensor(2.0, dtype=torch.float32)
 
@@ -101,6 +104,88 @@ def quat_mul_parts(a: Parts, b: Parts) -> Parts:
     )
 
 
+# Stacked quaternions: a (4, ...) tensor of w, x, y, z along dim 0 (its unbind(0) is a Parts).
+# A product of stacked quaternions multiplies all 16 pairs of components in one op and adds them
+# in three, where the components' form takes 28 ops; each component is the same sum, term by
+# term and in the same order, with a subtraction as the addition of the negated term (equal in
+# IEEE arithmetic, signed zeros included), so the results equal quat_mul's bit for bit.
+_QMUL_INDEX = (0, 1, 2, 3, 1, 0, 3, 2, 2, 3, 0, 1, 3, 2, 1, 0)
+"""Component c of a ⊗ b is the sum over j of sign[c][j] a_j b_{index[4c + j]} (quat_mul_parts)."""
+_QMUL_SIGN = ((1, -1, -1, -1), (1, 1, 1, -1), (1, -1, 1, 1), (1, 1, -1, 1))
+# rot6d_from_parts' six entries 2 (p_i ± q_i) (and 1 - that for entries 0 and 3) from the
+# products p_i = a_i a'_i and q_i = b_i b'_i of these components (w 0, x 1, y 2, z 3):
+# yy+zz, xy-wz, xy+wz, xx+zz, xz-wy, yz+wx
+_ROT6D_INDEX = ((2, 1, 1, 1, 1, 2), (2, 2, 2, 1, 3, 3), (3, 0, 0, 3, 0, 0), (3, 3, 3, 3, 2, 1))
+_ROT6D_SIGN = (1, -1, 1, 1, -1, 1)
+
+
+@functools.lru_cache(maxsize=64)
+def _stacked_constants(kind: str, dtype: torch.dtype, device: torch.device, ndim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(index int64, sign of ``dtype`` shaped to broadcast against a stacked operand of ``ndim``
+    dims) of :func:`quat_mul_stacked` (``kind`` "mul", "conj_a" or "conj_b": with the first or
+    the second operand conjugated, the terms of its x, y, z negated) or
+    :func:`rot6d_from_stacked` ("rot6d") on ``device``, made once."""
+    rest = (1,) * (ndim - 1)
+    if kind in ("mul", "conj_a", "conj_b"):
+        index = torch.tensor(_QMUL_INDEX, device=device)
+        sign = torch.tensor(_QMUL_SIGN, dtype=dtype, device=device)
+        if kind == "conj_a":  # a_j with j > 0 negated
+            sign = sign * torch.tensor((1, -1, -1, -1), dtype=dtype, device=device)
+        elif kind == "conj_b":  # b_i with i > 0 negated
+            sign = sign * torch.where(index.view(4, 4) == 0, 1, -1).to(dtype)
+        sign = sign.view((4, 4) + rest)
+    else:
+        index = torch.tensor(_ROT6D_INDEX, device=device).flatten()
+        sign = torch.tensor(_ROT6D_SIGN, dtype=dtype, device=device).view((6,) + rest)
+    return index, sign
+
+
+def quat_mul_stacked(
+    a: torch.Tensor, b: torch.Tensor, conjugate_a: bool = False, conjugate_b: bool = False
+) -> torch.Tensor:
+    """:func:`quat_mul` of stacked quaternions, bit for bit (see the note above).
+
+    Args:
+        a, b: (4, ...) w, x, y, z along dim 0, broadcastable against each other (e.g. (4, N, 1)
+            against (4, N, B)), same float dtype and device.
+        conjugate_a, conjugate_b: multiply conj(a) (w, -x, -y, -z) instead of a, or conj(b)
+            instead of b (not both); equal to conjugating first (a negated factor negates its
+            product exactly).
+
+    Returns:
+        (4, ...) a ⊗ b (or with the conjugate), stacked, contiguous.
+
+    Raises:
+        ValueError: both operands conjugated.
+    """
+    if conjugate_a and conjugate_b:
+        raise ValueError("quat_mul_stacked: conjugate one operand at most")
+    kind = "conj_a" if conjugate_a else "conj_b" if conjugate_b else "mul"
+    index, sign = _stacked_constants(kind, a.dtype, a.device, a.dim())
+    terms = (a.unsqueeze(0) * sign) * b.index_select(0, index).unflatten(0, (4, 4))  # (4, 4, ...)
+    return terms[:, 0] + terms[:, 1] + terms[:, 2] + terms[:, 3]
+
+
+def rot6d_from_stacked(q: torch.Tensor) -> torch.Tensor:
+    """:func:`rot6d_from_parts` of (4, ...) stacked unit quaternions, bit for bit: the six entries
+    from two products of gathered components each (one op per product for all six), (..., 6)
+    contiguous."""
+    index, sign = _stacked_constants("rot6d", q.dtype, q.device, q.dim())
+    a, a2, b, b2 = q.index_select(0, index).unflatten(0, (4, 6)).unbind(0)
+    d = _TWO * (a * a2 + b * (b2 * sign))  # (6, ...)
+    ends = d[0:4:3]  # entries 0 and 3 are 1 - 2 (...)
+    torch.sub(_ONE, ends, out=ends)
+    return d.movedim(0, -1).contiguous()
+
+
+def quat_error_magnitude_stacked(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """:func:`quat_error_magnitude` of (4, ...) stacked quaternions, (...,) rad, bit for bit."""
+    d = quat_mul_stacked(a, b, conjugate_a=True)
+    # the norm's input laid out as quat_error_magnitude_parts' stack: (..., 3) contiguous
+    xyz = d[1:].movedim(0, -1).contiguous()
+    return _TWO * torch.atan2(torch.linalg.vector_norm(xyz, dim=-1), d[0].abs())
+
+
 def quat_conjugate_parts(q: Parts) -> Parts:
     """:func:`quat_conjugate` on (w, x, y, z) components."""
     w, x, y, z = q
@@ -109,7 +194,7 @@ def quat_conjugate_parts(q: Parts) -> Parts:
 
 def quat_from_yaw(yaw: torch.Tensor) -> torch.Tensor:
     """(...,) yaw angles, rad -> (..., 4) wxyz quaternions about world z."""
-    half = 0.5 * yaw
+    half = _HALF * yaw
     zeros = torch.zeros_like(half)
     return torch.stack((torch.cos(half), zeros, zeros, torch.sin(half)), dim=-1)
 
@@ -195,15 +280,21 @@ def rot6d_from_parts(q: Parts) -> torch.Tensor:
 
 def quat_from_euler_xyz(roll: torch.Tensor, pitch: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
     """(..., 4) wxyz quaternion of extrinsic x-y-z Euler angles (R = Rz(yaw) Ry(pitch) Rx(roll))."""
-    cr, sr = torch.cos(0.5 * roll), torch.sin(0.5 * roll)
-    cp, sp = torch.cos(0.5 * pitch), torch.sin(0.5 * pitch)
-    cy, sy = torch.cos(0.5 * yaw), torch.sin(0.5 * yaw)
-    return torch.stack(
-        (
-            cy * cr * cp + sy * sr * sp,
-            cy * sr * cp - sy * cr * sp,
-            cy * cr * sp + sy * sr * cp,
-            sy * cr * cp - cy * sr * sp,
-        ),
-        dim=-1,
+    return torch.stack(quat_from_euler_xyz_parts(roll, pitch, yaw), dim=-1)
+
+
+def quat_from_euler_xyz_parts(roll: torch.Tensor, pitch: torch.Tensor, yaw: torch.Tensor) -> Parts:
+    """:func:`quat_from_euler_xyz` as its (w, x, y, z) components, each of the angles' shape,
+    float as the angles (rad). Each product of the yaw and roll factors is computed once and
+    used in both components that need it (``cy cr cp`` and ``cy cr sp`` share ``cy cr``), the
+    same float operations as multiplying out each term."""
+    cr, sr = torch.cos(_HALF * roll), torch.sin(_HALF * roll)
+    cp, sp = torch.cos(_HALF * pitch), torch.sin(_HALF * pitch)
+    cy, sy = torch.cos(_HALF * yaw), torch.sin(_HALF * yaw)
+    cycr, sysr, cysr, sycr = cy * cr, sy * sr, cy * sr, sy * cr
+    return (
+        cycr * cp + sysr * sp,
+        cysr * cp - sycr * sp,
+        cycr * sp + sysr * cp,
+        sycr * cp - cysr * sp,
     )

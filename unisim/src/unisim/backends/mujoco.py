@@ -34,7 +34,11 @@ What the tensors describe after a step, by ``SimSpec.options["derived"]``:
   the physics on the G1 in most cells of ``benchmarks/physics.py`` (docs/benchmarks.md).
 
 In both, contact forces and acceleration-stage sensors (touch, accelerometer, force, torque) come
-from the last physics substep. After a reset, everything is at the reset state.
+from the last physics substep. After a reset, everything is at the reset state; with
+``SimSpec.reset_kinematics_only``, everything but the acceleration-dependent values (contact
+forces and acceleration-stage sensors such as touch or contact), which read zero for the reset
+rows until their next step: the reset then skips the constraint solver, most of its cost on a
+robot in contact, and the trajectory from there is the same (``mjbatch_uni.Batch.reset``).
 
 Contact forces: ``contact_force(body)`` is the force part of MuJoCo's ``cfrc_ext`` for the body,
 which MuJoCo computes (``mj_rnePostConstraint``) inside a step only when the model has an
@@ -57,6 +61,7 @@ Backend options (``SimSpec.options``):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -199,6 +204,9 @@ class MujocoBackend(SimBackend):
             cfrc = self.packed[:, cols["cfrc_ext"]].unflatten(1, (len(self._contact_ids), 6))
             self._contact = {name: cfrc[:, j, 3:] for j, name in enumerate(self._contact_ids)}
         self._ctrl_bytes = n * self.nu * 8
+        # the batch's reset of rows, with the forward stages spec.reset_kinematics_only asks for
+        reset_stage = mujoco.mjtStage.mjSTAGE_VEL if spec.reset_kinematics_only else mujoco.mjtStage.mjSTAGE_ACC
+        self._reset_rows = functools.partial(self.batch.reset, stage=int(reset_stage))
 
         self.batch.reset()  # keyframe 0 if the model has one, else its defaults; mj_forward
         self._bridge.pull()
@@ -266,8 +274,10 @@ class MujocoBackend(SimBackend):
         """Reset rows ``env_ids`` to keyframe 0 (or the model defaults), then ``qpos``/``qvel``.
 
         One transaction per the contract: keyframe (qpos, qvel, ctrl; time 0, warm start and
-        warnings cleared), then the given qpos/qvel rows, then ``mj_forward`` on those rows only,
-        then the packed rows of those worlds are refreshed. Other rows are untouched.
+        warnings cleared), then the given qpos/qvel rows, then ``mj_forward`` on those rows only
+        (its position and velocity stages alone with ``spec.reset_kinematics_only``; see the
+        module docstring), then the packed rows of those worlds are refreshed. Other rows are
+        untouched.
 
         Args:
             env_ids: (k,) integer tensor of rows in [0, num_envs), any order, unique.
@@ -278,7 +288,7 @@ class MujocoBackend(SimBackend):
             IndexError: a row outside [0, num_envs).
             ValueError: wrong shapes or dtypes, duplicate rows, non-finite values.
         """
-        self._write_rows(self.batch.reset, env_ids, qpos, qvel)
+        self._write_rows(self._reset_rows, env_ids, qpos, qvel)
 
     def set_state(
         self,
@@ -493,7 +503,8 @@ class MujocoBackend(SimBackend):
         if ids.size and (ids.min() < 0 or ids.max() >= self.num_envs):
             bad = ids.min() if ids.min() < 0 else ids.max()
             raise IndexError(f"env_ids must be in [0, num_envs={self.num_envs}), got {bad}")
-        if len(np.unique(ids)) != len(ids):
+        # strictly increasing ids (an env's ended rows, from nonzero) are unique without a sort
+        if len(ids) > 1 and not (ids[1:] > ids[:-1]).all() and len(np.unique(ids)) != len(ids):
             raise ValueError("env_ids must be unique")
         return ids
 

@@ -268,6 +268,9 @@ def make_env_cfg(cfg: G1MotionTrackingConfig, robot=None) -> EnvCfg:
         tracked_bodies=TRACKED_BODIES,
         contact_sensors=contact_sensors(desc),
         noise=cfg.observation_noise,
+        # a reset row's fresh observation reads poses and velocities only, and the
+        # self-collision sensor is read by the reward after the next step's update
+        reset_kinematics_only=True,
     )
 
 

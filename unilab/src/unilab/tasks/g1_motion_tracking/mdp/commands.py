@@ -19,10 +19,8 @@ from unilab.motion.library import ClipInfo
 from unilab.utils.math import (
     Parts,
     Vec3,
-    quat_conjugate,
-    quat_from_euler_xyz,
-    quat_mul,
-    quat_mul_parts,
+    quat_from_euler_xyz_parts,
+    quat_mul_stacked,
     quat_rotate_inverse,
     quat_rotate_parts,
     yaw_quat,
@@ -53,9 +51,11 @@ class AdaptiveSampler:
         alpha, uniform_ratio, kernel_size, lam: as above.
 
     Attributes:
-        failed_count: (num_bins_total,) EMA of failures per bin, clips one after the other.
+        failed_count: (num_bins_total,) EMA of failures per bin, clips one after the other
+            (changed by :meth:`step` alone).
         bin_offset: (C,) int64 first bin of each clip.
-        probabilities: (num_bins_total,) the current sampling distribution.
+        probabilities: (num_bins_total,) the current sampling distribution, computed once per
+            :meth:`step` (the failures it folds in are the only thing it depends on that changes).
     """
 
     def __init__(
@@ -97,6 +97,14 @@ class AdaptiveSampler:
             self.smooth.index_put_((rows, torch.minimum(rows + k, last)), kernel[k].expand(self.num_bins), accumulate=True)
         self.failed_count = torch.zeros(self.num_bins, device=device)
         self._current_failed = torch.zeros(self.num_bins, device=device)
+        # per bin, for sample(): its first local bin index, its clip's bin count and last frame
+        # as float32 (the values sample() computes from them), and its clip and last frame
+        clip_bins, clip_frames = self.bins[clip_of_bin], self.frames[clip_of_bin]
+        local = torch.arange(self.num_bins, device=device) - self.bin_offset[clip_of_bin]
+        self._bin_float = torch.stack((local.float(), clip_bins.float(), (clip_frames - 1).float()), dim=1)
+        self._bin_long = torch.stack((clip_of_bin, clip_frames - 1), dim=1)
+        self._probabilities: torch.Tensor | None = None  # cleared by step()
+        self._metrics: dict[str, float] | None = None  # likewise
 
     def bin_of(self, frames: torch.Tensor, clips: torch.Tensor | None = None) -> torch.Tensor:
         """(k,) global bin index of each (clip, frame); ``clips`` None: clip 0."""
@@ -113,11 +121,14 @@ class AdaptiveSampler:
         """Fold this step's failures into the EMA (called once per env step)."""
         self.failed_count.mul_(1.0 - self.alpha).add_(self._current_failed, alpha=self.alpha)
         self._current_failed.zero_()
+        self._probabilities = self._metrics = None
 
     @property
     def probabilities(self) -> torch.Tensor:
-        p = self.smooth @ (self.failed_count + self.uniform_ratio * self.uniform)
-        return p / p.sum()
+        if self._probabilities is None:
+            p = self.smooth @ (self.failed_count + self.uniform_ratio * self.uniform)
+            self._probabilities = p / p.sum()
+        return self._probabilities
 
     def clip_probabilities(self) -> torch.Tensor:
         """(C,) probability that a start falls in each clip."""
@@ -129,20 +140,22 @@ class AdaptiveSampler:
         """(clips (n,), frames (n,)) int64 starts: a bin from :attr:`probabilities`, then a
         uniform frame inside it."""
         bins = torch.multinomial(self.probabilities, n, replacement=True, generator=generator)
-        clips = self.clip_of_bin[bins]
+        local, num_bins, span = self._bin_float.index_select(0, bins).unbind(1)
+        clips, last = self._bin_long.index_select(0, bins).unbind(1)
         u = torch.rand(n, device=bins.device, generator=generator)
-        local = (bins - self.bin_offset[clips]).float()
-        frames = ((local + u) / self.bins[clips].float() * (self.frames[clips] - 1).float()).long()
-        return clips, torch.minimum(frames.clamp(min=0), self.frames[clips] - 1)
+        frames = ((local + u) / num_bins * span).long()
+        return clips, torch.minimum(frames.clamp(min=0), last)
 
     def metrics(self) -> dict[str, float]:
         """Normalized entropy of the distribution (1 = uniform), its largest bin's probability and
-        position (global bin / number of bins)."""
-        p = self.probabilities
-        entropy = -(p * torch.log(p.clamp(min=1e-12))).sum() / math.log(max(self.num_bins, 2))
-        top, idx = p.max(dim=0)
-        return {"sampling_entropy": min(float(entropy), 1.0), "sampling_top1_prob": float(top),
-                "sampling_top1_bin": float(idx) / self.num_bins}  # fmt: skip
+        position (global bin / number of bins); computed once per :meth:`step`."""
+        if self._metrics is None:
+            p = self.probabilities
+            entropy = -(p * torch.log(p.clamp(min=1e-12))).sum() / math.log(max(self.num_bins, 2))
+            top, idx = p.max(dim=0)
+            self._metrics = {"sampling_entropy": min(float(entropy), 1.0), "sampling_top1_prob": float(top),
+                             "sampling_top1_bin": float(idx) / self.num_bins}  # fmt: skip
+        return dict(self._metrics)
 
 
 # ============================================================================ the command
@@ -188,7 +201,7 @@ class MotionCommand:
         sampling: ``adaptive``, ``uniform`` (a clip by weight, then a uniform frame) or ``start``
             (frame 0; row r's k-th episode plays clip ``(r + k · num_envs) mod C``, so a long
             play visits every clip).
-        noise: RSI noise.
+        noise: RSI noise (read when the command is built).
         soft_joint_limits: (J, 2) joint positions are clipped to these after the noise.
         sampler_kwargs: :class:`AdaptiveSampler` settings.
 
@@ -199,7 +212,8 @@ class MotionCommand:
         time_steps: (N,) int64 current frame of each row, within its clip.
         body_pos_w, body_quat_w, body_lin_vel_w, body_ang_vel_w: (N, B, ·) reference bodies
             (gathered on first read after each refresh).
-        anchor_pos_w, anchor_quat_w: (N, 3), (N, 4) reference anchor.
+        anchor_pos_w, anchor_quat_w: (N, 3), (N, 4) reference anchor (views of one (N, 7)
+            tensor per refresh).
         body_pos_relative_w, body_quat_relative_w: (N, B, ·) reference bodies moved onto the
             robot: xy from the robot's anchor, z from the reference anchor, yaw-only rotation
             (BeyondMimic ``update_relative_body_poses``), from the robot's anchor at the last
@@ -238,7 +252,13 @@ class MotionCommand:
             raise ValueError(f"{len(infos)} clip infos for {len(clips)} clips")
         self._clips = tuple(infos)
         self.sampling = sampling
-        self.noise = noise or ResetNoise()
+        self.noise = nz = noise or ResetNoise()
+        # (12, 1) the root noise's scale per column, see _rsi_noise
+        self._root_noise_scale = torch.tensor(
+            [nz.pos_xy, nz.pos_xy, nz.pos_z, nz.roll_pitch, nz.roll_pitch, nz.yaw, nz.lin_vel_xy, nz.lin_vel_xy,
+             nz.lin_vel_z, nz.ang_vel_roll_pitch, nz.ang_vel_roll_pitch, nz.ang_vel_yaw],
+            dtype=torch.float32, device=dev,
+        )[:, None]  # fmt: skip
         self.soft_joint_limits = None if soft_joint_limits is None else soft_joint_limits.to(dev)
 
         def cat(key: str) -> torch.Tensor:
@@ -252,15 +272,29 @@ class MotionCommand:
         self._command_ref = torch.cat((self.joint_pos_ref, self.joint_vel_ref), dim=1)
         self.body_pos_ref, self.body_quat_ref = cat("body_pos_w"), cat("body_quat_w")
         self.body_lin_vel_ref, self.body_ang_vel_ref = cat("body_lin_vel_w"), cat("body_ang_vel_w")
-        # (3, F, B) x, y, z of the body positions and (4, F, B) w, x, y, z of the body quaternions:
-        # one gather gives contiguous components
-        self._body_pos_ref_parts = self.body_pos_ref.permute(2, 0, 1).contiguous()
+        # (3, F, B) x, y, z of the body positions relative to the frame's anchor body (the
+        # subtraction the relative bodies start from, done once per frame) and (4, F, B) w, x, y,
+        # z of the body quaternions: one gather gives contiguous components
+        a = body_names.index(anchor_body)
+        pos_parts = self.body_pos_ref.permute(2, 0, 1).contiguous()
+        self._body_pos_from_anchor_ref = pos_parts - pos_parts[:, :, a : a + 1]
         self._body_quat_ref_parts = self.body_quat_ref.permute(2, 0, 1).contiguous()
+        # (F, 7) the anchor body's position and quaternion: one gather per refresh
+        self._anchor_ref = torch.cat((self.body_pos_ref[:, a], self.body_quat_ref[:, a]), dim=1)
+        # (F, 16 + 2J) what a reset reads of each frame, in one row: the root body's position,
+        # 3 zeros, its linear and angular velocity (the columns of the RSI root noise, so that
+        # one add perturbs them all), its quaternion, then the joint positions and velocities
+        root = 0  # the first tracked body is the floating base (pelvis)
+        self._reset_ref = torch.cat(
+            (self.body_pos_ref[:, root], torch.zeros_like(self.body_pos_ref[:, root]), self.body_lin_vel_ref[:, root],
+             self.body_ang_vel_ref[:, root], self.body_quat_ref[:, root], self.joint_pos_ref, self.joint_vel_ref),
+            dim=1,
+        )  # fmt: skip
         self.clip_frames = torch.tensor([c.num_frames for c in clips], dtype=torch.long, device=dev)
         self.clip_offset = torch.cumsum(self.clip_frames, 0) - self.clip_frames
         self.body_names = body_names
-        self.anchor_index = body_names.index(anchor_body)
-        self.root_index = 0  # the first tracked body is the floating base (pelvis)
+        self.anchor_index = a
+        self.root_index = root
         control_rate = 1.0 / env.step_dt
         self.sampler = AdaptiveSampler(
             [c.num_frames for c in clips], [int(c.num_frames // control_rate) + 1 for c in clips],
@@ -271,7 +305,16 @@ class MotionCommand:
         self.time_steps = torch.zeros(n, dtype=torch.long, device=dev)
         self._pinned_clip = torch.full((n,), -1, dtype=torch.long, device=dev)
         self._pinned_frame = torch.zeros(n, dtype=torch.long, device=dev)
+        self._any_pinned = False  # whether any row is pinned (reset skips the pins when none is)
         self._episodes = torch.zeros(n, dtype=torch.long, device=dev)  # per-row resets ("start" mode)
+        # qpos is the free joint then the clip's joints in order (and qvel likewise), as on the
+        # G1: a reset's qpos and qvel are then concatenated rather than written into the keyframe
+        meta, j = env.robot.meta, self.joint_pos_ref.shape[1]
+        self._root_then_joints = (
+            env.backend.nq == 7 + j and env.backend.nv == 6 + j
+            and torch.equal(meta.qpos_adr.cpu(), torch.arange(7, 7 + j))
+            and torch.equal(meta.qvel_adr.cpu(), torch.arange(6, 6 + j))
+        )  # fmt: skip
         self._refresh()
 
     # ------------------------------------------------------------------ the clip list
@@ -328,10 +371,12 @@ class MotionCommand:
         self._check_start(clip, frame)
         self._pinned_clip[env_ids] = int(clip)
         self._pinned_frame[env_ids] = int(frame)
+        self._any_pinned = bool((self._pinned_clip >= 0).any())
 
     def unpin(self, env_ids: torch.Tensor) -> None:
         """Give rows ``env_ids`` back to the sampling mode."""
         self._pinned_clip[env_ids] = -1
+        self._any_pinned = bool((self._pinned_clip >= 0).any())
 
     # ------------------------------------------------------------------ reference at time_steps
     @property
@@ -348,9 +393,8 @@ class MotionCommand:
         # The (N, B) reference bodies are gathered on first read: the observations after a reset
         # read only the anchor, and the next advance refreshes again.
         self._frame, self._bodies = t, {}
-        a = self.anchor_index
-        self.anchor_pos_w = self.body_pos_ref[:, a].index_select(0, t)
-        self.anchor_quat_w = self.body_quat_ref[:, a].index_select(0, t)
+        anchor = self._anchor_ref.index_select(0, t)
+        self.anchor_pos_w, self.anchor_quat_w = anchor[:, :3], anchor[:, 3:]
         # The relative bodies are computed on first read (terminations and rewards read them after
         # the step's advance; the refresh after a reset is overwritten unread by the next advance),
         # from the robot's anchor as it is now: the backend refills its state tensors in place.
@@ -388,17 +432,17 @@ class MotionCommand:
         """(N, B, 3) float32 reference body angular velocities, world frame, rad/s."""
         return self._body("body_ang_vel_ref")
 
-    def _relative_bodies(self) -> tuple[Vec3, Parts]:
-        """((N, B) each x, y, z of the positions, m, (N, B) each w, x, y, z of the quaternions) of
-        the reference bodies moved onto the robot's anchor at the last refresh, float32; computed
-        once per refresh."""
+    def _relative_bodies(self) -> tuple[Vec3, torch.Tensor]:
+        """((N, B) each x, y, z of the positions, m, (4, N, B) w, x, y, z of the quaternions,
+        stacked) of the reference bodies moved onto the robot's anchor at the last refresh,
+        float32; computed once per refresh."""
         if self._relative is None:
-            delta_ori = yaw_quat(quat_mul(self._robot_anchor_quat, quat_conjugate(self.anchor_quat_w)))
-            delta_ori = delta_ori[:, None].unbind(-1)  # (N, 1) each, broadcast over the bodies
-            ref_quat = self._body_quat_ref_parts.index_select(1, self._frame).unbind(0)
-            quat = quat_mul_parts(delta_ori, ref_quat)
+            rel = quat_mul_stacked(self._robot_anchor_quat.T, self.anchor_quat_w.T, conjugate_b=True)
+            delta_ori = yaw_quat(rel.T).T[:, :, None]  # (4, N, 1), broadcast over the bodies
+            quat = quat_mul_stacked(delta_ori, self._body_quat_ref_parts.index_select(1, self._frame))
+            delta_ori = delta_ori.unbind(0)
             # (3, N, B) body positions relative to the reference anchor, as components
-            ref_pos = self._body_pos_ref_parts.index_select(1, self._frame) - self.anchor_pos_w.T[:, :, None]
+            ref_pos = self._body_pos_from_anchor_ref.index_select(1, self._frame)
             rotated = quat_rotate_parts(delta_ori, ref_pos.unbind(0))
             pos = tuple(d + r for d, r in zip(self._delta_pos.T[:, :, None], rotated))
             self._relative = (pos, quat)
@@ -417,11 +461,17 @@ class MotionCommand:
     @property
     def body_quat_relative_w(self) -> torch.Tensor:
         """(N, B, 4) float32 reference body orientations (wxyz) moved onto the robot."""
-        return torch.stack(self._relative_bodies()[1], dim=-1)
+        return self._relative_bodies()[1].movedim(0, -1).contiguous()
 
     @property
     def body_quat_relative_parts(self) -> Parts:
         """:attr:`body_quat_relative_w` as its w, x, y, z components, (N, B) float32 each."""
+        return self._relative_bodies()[1].unbind(0)
+
+    @property
+    def body_quat_relative_stacked(self) -> torch.Tensor:
+        """:attr:`body_quat_relative_w` stacked: (4, N, B) float32 w, x, y, z along dim 0
+        (:func:`unilab.utils.math.quat_mul_stacked`); read-only."""
         return self._relative_bodies()[1]
 
     @property
@@ -474,13 +524,15 @@ class MotionCommand:
         else:
             clips = (env_ids + self._episodes[env_ids] * self.env.num_envs) % len(self._clips)
             start = torch.zeros(n, dtype=torch.long, device=dev)
-        pinned = self._pinned_clip[env_ids] >= 0
-        clips = torch.where(pinned, self._pinned_clip[env_ids], clips)
-        start = torch.where(pinned, self._pinned_frame[env_ids], start)
+        if self._any_pinned:
+            pinned_clip = self._pinned_clip[env_ids]
+            pinned = pinned_clip >= 0
+            clips = torch.where(pinned, pinned_clip, clips)
+            start = torch.where(pinned, self._pinned_frame[env_ids], start)
         self._episodes[env_ids] += 1
         self.clip_index[env_ids] = clips
         self.time_steps[env_ids] = start
-        self.write_reference_state(env_ids)
+        self._write_state(env_ids, self.clip_offset.index_select(0, clips) + start)
         self._refresh()
 
     def start_at(self, env_ids: torch.Tensor, frames: torch.Tensor, clip_ids: torch.Tensor | None = None) -> None:
@@ -524,38 +576,42 @@ class MotionCommand:
             per root column followed by ``rand((n, J))`` (the root noise is a (12, n) tensor
             transposed, so each column is contiguous, as a separate draw is).
         """
-        nz, j, dev = self.noise, self.joint_pos_ref.shape[1], self.env.device
+        j, dev = self.joint_pos_ref.shape[1], self.env.device
         u = 2.0 * torch.rand(n * (12 + j), device=dev, generator=self.env.generator) - 1.0
-        scale = torch.tensor(
-            [nz.pos_xy, nz.pos_xy, nz.pos_z, nz.roll_pitch, nz.roll_pitch, nz.yaw, nz.lin_vel_xy, nz.lin_vel_xy,
-             nz.lin_vel_z, nz.ang_vel_roll_pitch, nz.ang_vel_roll_pitch, nz.ang_vel_yaw],
-            dtype=torch.float32, device=dev,
-        )  # fmt: skip
-        root = u[: 12 * n].view(12, n) * scale[:, None]
-        return root.T, u[12 * n :].view(n, j) * nz.joint_pos
+        root = u[: 12 * n].view(12, n) * self._root_noise_scale
+        return root.T, u[12 * n :].view(n, j) * self.noise.joint_pos
 
     def write_reference_state(self, env_ids: torch.Tensor) -> None:
         """Set rows ``env_ids`` to the reference state at their frame, plus the RSI noise, through
         the backend's reset (keyframe, then qpos/qvel, then forward kinematics)."""
-        env, t = self.env, self.frame_index[env_ids]
-        n, dev = len(env_ids), env.device
+        self._write_state(env_ids, self.frame_index.index_select(0, env_ids))
+
+    def _write_state(self, env_ids: torch.Tensor, frames: torch.Tensor) -> None:
+        """:meth:`write_reference_state` of rows ``env_ids`` (k,) int64 at rows ``frames`` (k,)
+        int64 of the stored (concatenated) arrays."""
+        env, n, dev = self.env, len(env_ids), self.env.device
+        ref = self._reset_ref.index_select(0, frames)  # (k, 16 + 2J), see __init__
+        j = self.joint_pos_ref.shape[1]
         root_noise, joint_noise = self._rsi_noise(n)
-        root = self.root_index
-        pos = self.body_pos_ref[:, root].index_select(0, t) + root_noise[:, 0:3]
-        dq = quat_from_euler_xyz(root_noise[:, 3], root_noise[:, 4], root_noise[:, 5])
-        quat = quat_mul(dq, self.body_quat_ref[:, root].index_select(0, t))
-        lin = self.body_lin_vel_ref[:, root].index_select(0, t) + root_noise[:, 6:9]
-        ang_w = self.body_ang_vel_ref[:, root].index_select(0, t) + root_noise[:, 9:12]
-        joint_pos = self.joint_pos_ref.index_select(0, t) + joint_noise
+        # position, (the noise's roll, pitch, yaw), linear and angular velocity, world frame
+        root = ref[:, :12] + root_noise
+        dq = torch.stack(quat_from_euler_xyz_parts(root_noise[:, 3], root_noise[:, 4], root_noise[:, 5]))
+        quat = quat_mul_stacked(dq, ref[:, 12:16].T).T  # (k, 4)
+        joint_pos = ref[:, 16 : 16 + j] + joint_noise
         if self.soft_joint_limits is not None:
             joint_pos = torch.clamp(joint_pos, self.soft_joint_limits[:, 0], self.soft_joint_limits[:, 1])
-        meta = env.robot.meta
-        qpos = meta.default_qpos.to(dev).repeat(n, 1)
-        qvel = torch.zeros(n, env.backend.nv, device=dev)
-        qpos[:, 0:3], qpos[:, 3:7] = pos, quat
-        qpos[:, meta.qpos_adr.to(dev)] = joint_pos
         # Free joint: qvel[0:3] world-frame velocity of the body origin, qvel[3:6] body-frame rate.
-        qvel[:, 0:3], qvel[:, 3:6] = lin, quat_rotate_inverse(quat, ang_w)
-        qvel[:, meta.qvel_adr.to(dev)] = self.joint_vel_ref.index_select(0, t)
+        ang_b = quat_rotate_inverse(quat, root[:, 9:12])
+        if self._root_then_joints:
+            qpos = torch.cat((root[:, 0:3], quat, joint_pos), dim=1)
+            qvel = torch.cat((root[:, 6:9], ang_b, ref[:, 16 + j :]), dim=1)
+        else:
+            meta = env.robot.meta
+            qpos = meta.default_qpos.to(dev).repeat(n, 1)
+            qvel = torch.zeros(n, env.backend.nv, device=dev)
+            qpos[:, 0:3], qpos[:, 3:7] = root[:, 0:3], quat
+            qpos[:, meta.qpos_adr.to(dev)] = joint_pos
+            qvel[:, 0:3], qvel[:, 3:6] = root[:, 6:9], ang_b
+            qvel[:, meta.qvel_adr.to(dev)] = ref[:, 16 + j :]
         env.backend.reset(env_ids, qpos=qpos, qvel=qvel)
         env.robot.refresh()

@@ -11,14 +11,7 @@ from __future__ import annotations
 import torch
 
 from unilab.envs.managers import row_subset
-from unilab.utils.math import (
-    quat_conjugate_parts,
-    quat_mul_parts,
-    quat_parts,
-    quat_rotate_inverse,
-    quat_rotate_parts,
-    rot6d_from_parts,
-)
+from unilab.utils.math import quat_mul_stacked, quat_rotate_inverse, quat_rotate_parts, rot6d_from_stacked
 
 
 def _rows(t: torch.Tensor, env_ids: torch.Tensor | None) -> torch.Tensor:
@@ -46,10 +39,9 @@ def motion_anchor_ori_b(env, command_name: str = "motion", env_ids: torch.Tensor
     of its rotation matrix (the 6D representation)."""
     cmd = env.commands[command_name]
     _, quat = _robot_anchor(env, cmd, env_ids)
-    # on components: the float operations of rot6d_from_quat(quat_mul(quat_conjugate(q), r)),
-    # without the conjugate's concatenation and the product's stack
-    rel = quat_mul_parts(quat_conjugate_parts(quat.unbind(-1)), _rows(cmd.anchor_quat_w, env_ids).unbind(-1))
-    return rot6d_from_parts(rel)
+    # stacked (4, N): the float operations of rot6d_from_quat(quat_mul(quat_conjugate(q), r))
+    rel = quat_mul_stacked(quat.T, _rows(cmd.anchor_quat_w, env_ids).T, conjugate_a=True)
+    return rot6d_from_stacked(rel)
 
 
 @row_subset
@@ -57,9 +49,15 @@ def robot_body_pos_b(env, command_name: str = "motion", env_ids: torch.Tensor | 
     """(N, 3B) tracked body positions in the robot's anchor frame, m (privileged)."""
     cmd = env.commands[command_name]
     _, quat = _robot_anchor(env, cmd, env_ids)
-    # (B, N) components: the anchor's (N,) quaternion components broadcast over contiguous rows
-    pos = _rows(env.robot.body_pos_w, env_ids).permute(2, 1, 0).contiguous()
     a = cmd.anchor_index
+    if env_ids is not None:
+        # a few rows: torch.cross on (k, B, 3) costs less than the components' ops below, and
+        # quat_rotate_parts rounds as it does (fma), so the rows equal the full result's
+        pos = env.robot.body_pos_w.index_select(0, env_ids)
+        rel = quat_rotate_inverse(quat[:, None].expand(-1, pos.shape[1], -1), pos - pos[:, a : a + 1])
+        return rel.reshape(len(env_ids), -1)
+    # (B, N) components: the anchor's (N,) quaternion components broadcast over contiguous rows
+    pos = env.robot.body_pos_w.permute(2, 1, 0).contiguous()
     rel = quat_rotate_parts(quat.T.contiguous().unbind(0), (pos - pos[:, a : a + 1]).unbind(0), inverse=True)
     return torch.stack([c.T for c in rel], dim=-1).reshape(pos.shape[2], -1)
 
@@ -69,10 +67,9 @@ def robot_body_ori_b(env, command_name: str = "motion", env_ids: torch.Tensor | 
     """(N, 6B) tracked body orientations in the robot's anchor frame, 6D each (privileged)."""
     cmd = env.commands[command_name]
     if env_ids is None:
-        body_quat = env.robot.body_quat_parts
+        body_quat = env.robot.body_quat_stacked  # (4, N, B)
     else:
-        body_quat = quat_parts(env.robot.body_quat_w.index_select(0, env_ids))
+        body_quat = env.robot.body_quat_w.index_select(0, env_ids).movedim(-1, 0)
     a = cmd.anchor_index
-    anchor_inv = quat_conjugate_parts(tuple(c[:, a : a + 1] for c in body_quat))
-    rot6d = rot6d_from_parts(quat_mul_parts(anchor_inv, body_quat))
+    rot6d = rot6d_from_stacked(quat_mul_stacked(body_quat[:, :, a : a + 1], body_quat, conjugate_a=True))
     return rot6d.reshape(rot6d.shape[0], -1)
