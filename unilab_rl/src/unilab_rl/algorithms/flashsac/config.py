@@ -83,9 +83,11 @@ class FlashSACConfig:
       weights are projected as the categorical critic's (:attr:`weight_normalization`); the
       scalar heads are not. Not part of the FlashSAC paper: it keeps the paper's critic network
       and drops only its categorical head and cross-entropy loss, to tell which of the two a
-      difference from ``"mlp"`` comes from. Uses :attr:`critic_hidden_dim` and
-      :attr:`critic_num_blocks`; :attr:`num_bins`, :attr:`normalized_g_max`,
-      :attr:`categorical_target` and :attr:`critic_mlp_hidden` are unused.
+      difference from ``"mlp"`` comes from; unilab's g1_walk_flat recipe uses it, since the
+      categorical head does not learn that task's forward commands. Uses
+      :attr:`critic_hidden_dim` and :attr:`critic_num_blocks`; :attr:`num_bins`,
+      :attr:`normalized_g_max`, :attr:`categorical_target` and :attr:`critic_mlp_hidden` are
+      unused.
 
     Checkpoints record the kind; loading one into a learner of another kind raises
     ``ValueError``."""
