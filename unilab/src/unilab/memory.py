@@ -30,8 +30,12 @@ UPDATE_BYTES_PER_SAMPLE = {"sac": 67_000, "flashsac": 233_000}
 their gradients of every network the update runs. Measured as the peak resident-memory growth of
 one ``update()`` at ``algo.batch_size=8192`` on g1_walk_flat (CPU, float32, no compile): SAC 67 KB
 (MLPs of 512-256-128 and 768-384-192), FlashSAC 233 KB (inverted-residual blocks, expansion 4,
-101-bin categorical critics). An algorithm not listed takes the largest; FlashSAC with
-``algo.critic=mlp`` takes :data:`FLASHSAC_SCALAR_CRITIC_BYTES_PER_SAMPLE`."""
+101-bin categorical critics). FlashSAC's critic network under a scalar head
+(``algo.critic=trunk``) takes the same figure: measured 203 KB with ``algo.actor=mlp`` and 209 KB
+with the residual actor (``benchmarks/update_memory.py --algo flashsac --set critic=trunk``), the
+batch norms' and expanded blocks' activations, not the 101-atom head, being most of it. An
+algorithm not listed takes the largest; FlashSAC with ``algo.critic=mlp`` takes
+:data:`FLASHSAC_SCALAR_CRITIC_BYTES_PER_SAMPLE`."""
 
 FLASHSAC_SCALAR_CRITIC_BYTES_PER_SAMPLE = 115_000
 """FlashSAC's figure with SAC's scalar critic (``algo.critic=mlp``), bytes per sample: the peak
