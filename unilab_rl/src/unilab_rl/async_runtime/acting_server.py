@@ -102,6 +102,8 @@ class ActingServer:
         self.slots = slots
         self.device = torch.device(learner.device)
         self.cuda = self.device.type == "cuda"
+        if self.cuda and self.device.index is None:  # the thread sets it as its current device
+            self.device = torch.device("cuda", torch.cuda.current_device())
         self.policy = copy.deepcopy(live).requires_grad_(False)
         # Every tensor of the state dict (parameters, normalizer and batch-norm statistics), in
         # the same order on both sides: the snapshot is a deep copy.
@@ -195,10 +197,12 @@ class ActingServer:
             with self._weights:
                 if self.cuda:
                     self.stream.wait_event(self._copied)
-                mean, log_std = self.policy.gaussian(slots.obs_of[slot].to(self.device, non_blocking=True))
+                # CUDA: asynchronous copies on the server stream (the slots are page-locked), done
+                # by the synchronize below; other devices copy synchronously.
+                mean, log_std = self.policy.gaussian(slots.obs_of[slot].to(self.device, non_blocking=self.cuda))
                 out_mean, out_log_std = slots.out_of[slot]
-                out_mean.copy_(mean, non_blocking=True)
-                out_log_std.copy_(log_std, non_blocking=True)
+                out_mean.copy_(mean, non_blocking=self.cuda)
+                out_log_std.copy_(log_std, non_blocking=self.cuda)
                 if self.cuda:
                     self._read.record(self.stream)
             if self.cuda:
