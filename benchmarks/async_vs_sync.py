@@ -54,6 +54,13 @@ one after the other in this process:
 
     python benchmarks/async_vs_sync.py --num-envs 1024 --iterations 300 --device cuda --policy-device cpu,learner
 
+  ``server`` is the third place (the learner's process acts on its device for every shard,
+  :mod:`unilab_rl.async_runtime.acting_server`; keys ``..._server``), and the report prints each
+  server row's rate over the same row acting on the learner's device, e.g. the tracking collector
+  rows with the policy in each collector's CUDA context against the server:
+
+    python benchmarks/async_vs_sync.py --preset= --algo sac --task g1_motion_tracking --num-envs 1024 --iterations 300 --device cuda --nthread 14 --num-collectors 2 --collector-shards 2 --shard-stepping pipeline --skip sync --set runtime.compile=false --policy-device learner,server
+
 Before the first training row, an untimed ``warmup`` (sync, ``learning_starts + 3`` iterations)
 compiles the update once, so that no row pays the first ``torch.compile`` (tens of seconds on the
 GPU machine; it also takes CPU cores from physics) and the rows' order does not decide the
@@ -117,7 +124,7 @@ def main() -> None:
                              "comma-separated list runs each (threads,pipeline)")
     parser.add_argument("--policy-device", default=None,
                         help="where async collectors act (runtime.policy_device), a comma-separated list runs each "
-                             "(e.g. cpu,learner)")
+                             "(e.g. cpu,learner or learner,server)")
     parser.add_argument("--preset", default="laptop")
     parser.add_argument("--set", action="append", default=[], help="extra key=value override (repeatable)")
     parser.add_argument("--skip", action="append", default=[],
@@ -155,9 +162,9 @@ def main() -> None:
         parser.error(f"--collector-shards: each must be >= 1 and, times each collector count, divide --num-envs, "
                      f"got {bad}")
     policy_devices = [p.strip() for p in str(args.policy_device).split(",") if p.strip()]
-    bad = [p for p in policy_devices if p not in ("cpu", "learner")]
+    bad = [p for p in policy_devices if p not in ("cpu", "learner", "server")]
     if not policy_devices or bad:
-        parser.error(f"--policy-device: each must be cpu or learner, got {bad or args.policy_device!r}")
+        parser.error(f"--policy-device: each must be cpu, learner or server, got {bad or args.policy_device!r}")
     steppings = [p.strip() for p in str(args.shard_stepping).split(",") if p.strip()]
     bad = [p for p in steppings if p not in ("threads", "pipeline")]
     if not steppings or bad:
@@ -364,6 +371,8 @@ def report(results: dict, order: list[str], iterations: int) -> None:
     pairs = [("policy_physics", "backend"), ("env_step_training", "policy_physics"), ("env_step", "backend")]
     pairs += [(k, base) for base in ("policy_physics", "backend") for k in order
               if (k == "sync" or k.startswith("async")) and k in rates]
+    # acting served by the learner's process against each collector acting on the learner's device
+    pairs += [(k, k[: -len("_server")] + "_learner") for k in order if k.endswith("_server")]
     for num, den in pairs:
         if rates.get(num) and rates.get(den):
             target = " (target >= 0.9)" if den == "policy_physics" and num.startswith("async") else ""

@@ -178,6 +178,16 @@ def test_a_boolean_or_null_for_a_name_reads_as_typed(model, override, expected):
     assert str(err.value) == expected
 
 
+@pytest.mark.parametrize("device", ["cpu", "learner", "server"])
+def test_runtime_policy_device_takes_its_three_choices_and_refuses_others_in_one_line(model, device):
+    assert resolve_config(model, [], [f"runtime.policy_device={device}"]).runtime.policy_device == device
+    with pytest.raises(ConfigError) as err:
+        resolve_config(model, [], ["runtime.policy_device=gpu"])
+    assert str(err.value) == ("invalid value for runtime.policy_device: 'gpu' "
+                              "(input should be 'cpu', 'learner' or 'server')")
+    assert err.value.key == "runtime.policy_device"
+
+
 @pytest.mark.parametrize("feet", ["model", "spheres", "project"])
 def test_robot_feet_takes_its_three_choices(model, feet):
     assert resolve_config(model, [], [f"robot.feet={feet}"]).robot.feet == feet

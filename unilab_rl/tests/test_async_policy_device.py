@@ -80,17 +80,17 @@ def test_policy_device_resolves_to_the_learners_device() -> None:
     assert collector_policy_device("cpu", torch.device("cuda", 1)) == "cpu"
     assert collector_policy_device("learner", torch.device("cuda", 1)) == "cuda:1"  # each rank its own
     assert collector_policy_device("learner", "cpu") == "cpu"
-    with pytest.raises(ValueError, match="policy_device must be 'cpu' or 'learner', got 'gpu'"):
+    with pytest.raises(ValueError, match="policy_device must be 'cpu', 'learner' or 'server', got 'gpu'"):
         collector_policy_device("gpu", "cpu")
 
 
 def test_a_bad_policy_device_is_refused_naming_the_key(make_env, make_sac) -> None:
-    with pytest.raises(ValueError, match=r"runtime.policy_device must be 'cpu' or 'learner', got 'cuda'"):
+    with pytest.raises(ValueError, match=r"runtime.policy_device must be 'cpu', 'learner' or 'server', got 'cuda'"):
         RuntimeConfig(policy_device="cuda")
     assert RuntimeConfig().policy_device == "learner"
     sac = make_sac(make_env(num_envs=8))
     sac.runtime.policy_device = "gpu"  # set after the config's own check: the runner checks again
-    with pytest.raises(ValueError, match="policy_device must be 'cpu' or 'learner', got 'gpu'"):
+    with pytest.raises(ValueError, match="policy_device must be 'cpu', 'learner' or 'server', got 'gpu'"):
         AsyncOffPolicyRunner(make_point_env, sac)
 
 

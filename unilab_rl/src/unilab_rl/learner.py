@@ -14,12 +14,22 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import threading
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import torch
 from torch import nn
 
 from unilab_rl.runtime import RuntimeConfig
+
+GRAPH_CAPTURE_LOCK = threading.Lock()
+"""The process's lock around CUDA-graph captures. A learner holds it while it captures an update
+as a CUDA graph (SAC's and FlashSAC's ``_StepGraphs``), and the async runtime's acting server
+(:mod:`unilab_rl.async_runtime.acting_server`, ``runtime.policy_device=server``), a thread of the
+learner's process, holds it around each acting call. Under ``torch.cuda.graph``'s default global
+capture mode a synchronizing CUDA call or a ``cudaMalloc`` from another thread invalidates the
+capture, and a random draw from another thread could advance the capture's generator state, so no
+acting call may overlap a capture. A plugin learner that captures graphs takes it too."""
 
 
 @runtime_checkable
@@ -84,7 +94,14 @@ class Learner(Protocol):
         (B, A) float32 sampled actions. The async runtime runs a copy of it in each collector and
         broadcasts its floating-point ``state_dict`` entries (parameters and buffers such as
         observation statistics); the copy must draw its noise on its inputs' device and hold no
-        device tensors across pickling."""
+        device tensors across pickling.
+
+        ``runtime.policy_device=server`` also needs the forward pass split in two:
+        ``gaussian(obs) -> (mean, log_std)``, (B, A) float32 each with no randomness (run by the
+        acting server on the learner's device), and ``explore_from(mean, log_std) -> actions``,
+        which draws the noise (run by the collector), with ``forward(obs) ==
+        explore_from(*gaussian(obs))``. SAC's and FlashSAC's policies have both; a learner that
+        captures CUDA graphs holds :data:`GRAPH_CAPTURE_LOCK` while it captures."""
         ...
 
     def inference_policy(self) -> nn.Module:
@@ -315,4 +332,5 @@ def missing_members(learner: Any) -> list[str]:
     return [n for n in dict.fromkeys(names) if not hasattr(learner, n)]
 
 
-__all__ = ["ActorCriticState", "Learner", "ScheduleFromConfig", "missing_members", "uniform_actions"]
+__all__ = ["GRAPH_CAPTURE_LOCK", "ActorCriticState", "Learner", "ScheduleFromConfig", "missing_members",
+           "uniform_actions"]

@@ -15,7 +15,7 @@ from typing import Literal
 
 CompileMode = Literal["auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
 COMPILE_MODES: tuple[str, ...] = ("auto", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-POLICY_DEVICES: tuple[str, ...] = ("cpu", "learner")
+POLICY_DEVICES: tuple[str, ...] = ("cpu", "learner", "server")
 """Values of :attr:`RuntimeConfig.policy_device`."""
 SHARD_STEPPINGS: tuple[str, ...] = ("threads", "pipeline")
 """Values of :attr:`RuntimeConfig.shard_stepping`."""
@@ -40,7 +40,8 @@ class RuntimeConfig:
     ahead of the learner, then wait (backpressure)."""
     sync_weights_every: int = 8
     """Async: critic updates between two broadcasts of the actor (weights and observation
-    statistics) to the collectors."""
+    statistics) to the collectors. Not used with ``policy_device="server"``, which acts with the
+    learner's weights of the last update."""
     num_collectors: int = 1
     """Async: collector processes; each steps its own shard of the envs with its own physics pool
     of ``sim.nthread / num_collectors`` threads and its own seed."""
@@ -60,12 +61,18 @@ class RuntimeConfig:
     two threads contend for the GIL. The stored transitions are the same either way."""
     collector_threads: int = 1
     """Async: torch intra-op threads of each collector's policy inference on the CPU."""
-    policy_device: Literal["cpu", "learner"] = "learner"
-    """Async: where each collector evaluates the exploration policy. ``"learner"``: on the
+    policy_device: Literal["cpu", "learner", "server"] = "learner"
+    """Async: where the exploration policy is evaluated. ``"learner"``: by each collector on the
     learner's device (e.g. ``cuda:0``): actor observations go there and actions come back every
     env step, and each collector holds its own CUDA context (about 0.5 GB); with a CPU learner
-    this is the same as ``"cpu"``. ``"cpu"``: on the collector's own ``collector_threads`` torch
-    threads, with no CUDA context."""
+    this is the same as ``"cpu"``. ``"cpu"``: by each collector on its own ``collector_threads``
+    torch threads, with no CUDA context. ``"server"``: by a thread of the learner's process on
+    the learner's device (on CUDA a high-priority stream), with the learner's current actor
+    weights (:mod:`unilab_rl.async_runtime.acting_server`): each shard writes its actor
+    observations into a shared-memory slot and waits for the policy's Gaussian (mean and log
+    std), then draws the noise itself from its own seeded stream, as with ``"cpu"``. The
+    collectors hold no CUDA context and no weights are broadcast (``sync_weights_every`` does not
+    apply); with a CPU learner the server acts on the CPU."""
     learner_threads: int = 0
     """Async: torch intra-op threads of the learner process; 0 = automatic (1 on an accelerator,
     half of the cores left after physics and collectors on the CPU, at least 1)."""
@@ -102,7 +109,7 @@ class RuntimeConfig:
         if self.shard_stepping not in SHARD_STEPPINGS:
             raise ValueError(f"runtime.shard_stepping must be 'threads' or 'pipeline', got {self.shard_stepping!r}")
         if self.policy_device not in POLICY_DEVICES:
-            raise ValueError(f"runtime.policy_device must be 'cpu' or 'learner', got {self.policy_device!r}")
+            raise ValueError(f"runtime.policy_device must be 'cpu', 'learner' or 'server', got {self.policy_device!r}")
         if self.compile_mode not in COMPILE_MODES:
             raise ValueError(f"runtime.compile_mode must be one of {COMPILE_MODES}, got {self.compile_mode!r}")
         for name in ("compile", "cuda_graph", "mixed_precision"):

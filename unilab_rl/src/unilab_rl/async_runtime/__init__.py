@@ -16,12 +16,16 @@
 Transitions cross through a preallocated ring of ``num_blocks`` shared-memory blocks
 (:class:`SharedBlocks`); block indices travel over two queues (free, full). Actor weights and the
 actor's observation normalizer travel back through one shared float32 vector with a version
-counter (:class:`SharedWeights`). With ``policy_device="cpu"`` (the default) the collector's actor
-copy runs on its ``collector_threads`` torch threads and it never initializes CUDA
-(``CUDA_VISIBLE_DEVICES`` is emptied in it); with ``"learner"`` the copy lives on the learner's
-device (:func:`collector_policy_device`), each env step's actor observations go there and the
-actions come back, and a CUDA learner device costs the collector its own CUDA context. Physics
-has its own thread pool either way.
+counter (:class:`SharedWeights`). With ``policy_device="cpu"`` the collector's actor copy runs
+on its ``collector_threads`` torch threads and it never initializes CUDA (``CUDA_VISIBLE_DEVICES``
+is emptied in it); with ``"learner"`` (the default) the copy lives on the learner's device
+(:func:`collector_policy_device`), each env step's actor observations go there and the actions
+come back, and a CUDA learner device costs the collector its own CUDA context. With ``"server"``
+a thread of the learner's process runs the policy's forward pass on the learner's device with
+the learner's own weights (:class:`ActingServer`, ``acting_server.py``): each shard writes its
+actor observations into a shared-memory slot (:class:`ActingSlots`), gets the policy's Gaussian
+back and draws the noise with its CPU copy; no weights are broadcast and the collector has no
+CUDA context. Physics has its own thread pool in every case.
 
 The update-to-data ratio is held by design: the learner runs exactly ``num_updates`` updates per
 env step it receives; when it is the slower side the collector waits for a free block, when the
@@ -47,9 +51,11 @@ calls ``update``. Execution settings come from :class:`unilab_rl.runtime.Runtime
 
 One file per role:
 
-- ``transport.py``: the shared-memory block ring and weight vector (:class:`SharedBlocks`,
-  :class:`SharedWeights`), and :class:`CollectorDied`;
+- ``transport.py``: the shared-memory block ring, weight vector and acting slots
+  (:class:`SharedBlocks`, :class:`SharedWeights`, :class:`ActingSlots`), and :class:`CollectorDied`;
 - ``collector.py``: the collector process and its shard threads;
+- ``acting_server.py``: the acting server, a thread of the learner's process
+  (:class:`ActingServer`, ``runtime.policy_device=server``);
 - ``processes.py``: starting, receiving from, and stopping and reaping the collectors
   (:class:`~unilab_rl.async_runtime.processes.CollectorPool`);
 - ``runner.py``: the learner's loop (:class:`AsyncOffPolicyRunner`).
@@ -57,19 +63,31 @@ One file per role:
 Lifecycle: :meth:`AsyncOffPolicyRunner.learn` always stops its collectors before returning or
 raising (stop event, join with a timeout, then terminate, then kill) and records their exit codes
 and any problem in its summary (``collector_exitcode(s)``, ``cleanup_errors``). A collector
-that dies or raises makes ``learn`` raise :class:`CollectorDied`. The collector ignores SIGINT
+that dies or raises makes ``learn`` raise :class:`CollectorDied`; an acting server thread that
+fails, :class:`ActingServerDied` (a subclass) with its error. The collector ignores SIGINT
 (a terminal's Ctrl-C reaches the whole process group; the learner decides), stops cleanly on
 SIGTERM, and exits when its parent process goes away.
 """
 
+from unilab_rl.async_runtime.acting_server import ActingServer, ActingServerDied
 from unilab_rl.async_runtime.collector import COLLECTOR_PHASES, SHARD_SEED_STRIDE, ShardNoise
 from unilab_rl.async_runtime.processes import collector_policy_device, merge_logs
 from unilab_rl.async_runtime.runner import AsyncOffPolicyRunner
-from unilab_rl.async_runtime.transport import CollectorDied, SharedBlocks, SharedWeights, flat_state, load_flat_state
+from unilab_rl.async_runtime.transport import (
+    ActingSlots,
+    CollectorDied,
+    SharedBlocks,
+    SharedWeights,
+    flat_state,
+    load_flat_state,
+)
 
 __all__ = [
     "COLLECTOR_PHASES",
     "SHARD_SEED_STRIDE",
+    "ActingServer",
+    "ActingServerDied",
+    "ActingSlots",
     "AsyncOffPolicyRunner",
     "CollectorDied",
     "ShardNoise",

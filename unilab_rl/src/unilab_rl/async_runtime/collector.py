@@ -1,5 +1,7 @@
 """The collector side: a process steps one or more env shards with a copy of the exploration
 policy and writes their transitions into shared blocks (:mod:`~unilab_rl.async_runtime.transport`).
+With ``runtime.policy_device=server`` the learner's process runs the policy's forward pass
+(:mod:`~unilab_rl.async_runtime.acting_server`) and the copy only draws the noise.
 
 A collector ignores SIGINT (a terminal's Ctrl-C reaches the whole process group; the learner
 decides), stops cleanly on SIGTERM or when the learner sets the stop event, and dies with its
@@ -26,7 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from unilab_rl.async_runtime.transport import POLL_S, SharedBlocks, SharedWeights
+from unilab_rl.async_runtime.transport import POLL_S, ActingSlots, SharedBlocks, SharedWeights
 from unilab_rl.learner import uniform_actions
 from unilab_rl.vecenv import VecEnv
 
@@ -69,7 +71,8 @@ class CollectorSpec:
     """How a collector with several shards steps them (:attr:`unilab_rl.RuntimeConfig.shard_stepping`)."""
     policy_device: str = "cpu"
     """Where the policy copy runs (:func:`collector_policy_device`: ``"cpu"`` or the learner's
-    device, e.g. ``"cuda:1"``). Unless it is a CUDA device, ``CUDA_VISIBLE_DEVICES`` is emptied."""
+    device, e.g. ``"cuda:1"``; ``"cpu"`` when an acting server runs the forward pass). Unless it
+    is a CUDA device, ``CUDA_VISIBLE_DEVICES`` is emptied."""
 
 
 def _set_parent_death_signal() -> None:
@@ -123,13 +126,15 @@ class ShardNoise:
 
 
 def collector_main(env_fn, policy, blocks: SharedBlocks, weights: SharedWeights, free_qs, full_qs, stop_event,
-                    specs: list[CollectorSpec]) -> None:
+                    specs: list[CollectorSpec], slots: ActingSlots | None = None) -> None:
     """Collector process body (spawned): one env shard per entry of ``specs``, each with its own
     free and full queue (``free_qs[s]``, ``full_qs[s]``). One shard steps in this thread; several
     step in one thread each (:func:`shard_loop`), so one shard's env code and policy run while
     another's physics (which releases the GIL) runs, or, with ``shard_stepping="pipeline"``, in
-    this thread round robin with their physics on one worker thread (:func:`pipeline_loop`). Exit
-    code 0 when stopped, 1 after reporting an error."""
+    this thread round robin with their physics on one worker thread (:func:`pipeline_loop`).
+    ``slots``: the acting server's request slots (``runtime.policy_device=server``; shard ``j``
+    uses slot ``j``), or None when the policy copy acts here. Exit code 0 when stopped, 1 after
+    reporting an error."""
     spec = specs[0]
     policy_device = torch.device(spec.policy_device)
     if policy_device.type != "cuda":
@@ -158,11 +163,12 @@ def collector_main(env_fn, policy, blocks: SharedBlocks, weights: SharedWeights,
                 raise ValueError(f"the async collector needs a CPU (host-bridge) env, got device {env.device}")
         policies = [policy] + [copy.deepcopy(policy) for _ in specs[1:]]
         if len(specs) == 1:
-            shard_loop(envs[0], policies[0], blocks, weights, free_qs[0], full_qs[0], specs[0], stopping)
+            shard_loop(envs[0], policies[0], blocks, weights, free_qs[0], full_qs[0], specs[0], stopping,
+                       slots=slots)
         elif spec.shard_stepping == "pipeline":
             noises = [ShardNoise(sp.seed + 1, policy_device, threading.Lock()) for sp in specs]
             try:
-                pipeline_loop(envs, policies, blocks, weights, free_qs, full_qs, specs, stopping, noises)
+                pipeline_loop(envs, policies, blocks, weights, free_qs, full_qs, specs, stopping, noises, slots)
             except ShardFailure as f:
                 failed.append((f.position, f.error))
                 raise RuntimeError(f"collector shard {specs[f.position].shard} failed: "
@@ -174,7 +180,7 @@ def collector_main(env_fn, policy, blocks: SharedBlocks, weights: SharedWeights,
             def run(s: int) -> None:
                 try:
                     shard_loop(envs[s], policies[s], blocks, weights, free_qs[s], full_qs[s], specs[s], stopping,
-                                noises[s])
+                                noises[s], slots)
                 except BaseException as exc:  # noqa: BLE001 - reported by the process, below
                     failed.append((s, exc))
                     abort.set()
@@ -216,16 +222,18 @@ def collector_main(env_fn, policy, blocks: SharedBlocks, weights: SharedWeights,
 
 
 def shard_loop(env: VecEnv, policy: nn.Module, blocks: SharedBlocks, weights: SharedWeights, free_q, full_q,
-                spec: CollectorSpec, stopping: Callable[[], bool], noise: ShardNoise | None = None) -> None:
+                spec: CollectorSpec, stopping: Callable[[], bool], noise: ShardNoise | None = None,
+                slots: ActingSlots | None = None) -> None:
     """Step one env shard: for every free block, ``block_steps`` env steps into the shard's env
     columns, then report the block full. Returns when ``spec.total_steps`` are delivered or
     :func:`stopping` says so; raises on any error. ``noise``: the shard's own policy-noise stream
-    when shards share the process (None: the process-wide generator)."""
+    when shards share the process (None: the process-wide generator). ``slots``: the acting
+    server's slots, or None (the policy copy acts)."""
     policy.to(torch.device(spec.policy_device))  # parameters and buffers (normalizer, batch-norm statistics)
     # Nothing here is differentiated: inference mode drops autograd's per-op bookkeeping from the
     # env's many small tensor ops and the policy's (thread-local, so set in each shard thread).
     with torch.inference_mode():
-        shard = _Shard(env, policy, blocks, weights, free_q, full_q, spec, noise)
+        shard = _Shard(env, policy, blocks, weights, free_q, full_q, spec, noise, slots)
         while not shard.done:
             if not shard.start_step(stopping, None):
                 return
@@ -234,19 +242,20 @@ def shard_loop(env: VecEnv, policy: nn.Module, blocks: SharedBlocks, weights: Sh
 
 def pipeline_loop(envs: list[VecEnv], policies: list[nn.Module], blocks: SharedBlocks, weights: SharedWeights,
                   free_qs, full_qs, specs: list[CollectorSpec], stopping: Callable[[], bool],
-                  noises: list[ShardNoise]) -> None:
+                  noises: list[ShardNoise], slots: ActingSlots | None = None) -> None:
     """Step several env shards from this one thread, their physics on one worker thread
     (``runtime.shard_stepping="pipeline"``): round robin, each shard's step is finished (wait for
     its physics, then its env code and the block write), its next action chosen and its next
     physics queued behind the other shards', so the worker always has physics to run while this
     thread works. Shard ``s`` uses ``envs[s]``, ``policies[s]``, ``free_qs[s]``, ``full_qs[s]``,
-    ``specs[s]`` and ``noises[s]``. Returns when every shard delivered its steps or
+    ``specs[s]`` and ``noises[s]`` (and slot ``specs[s].shard`` of the acting server's ``slots``
+    when given). Returns when every shard delivered its steps or
     :func:`stopping` says so; raises on any error (a physics error re-raised here)."""
     for policy, spec in zip(policies, specs):
         policy.to(torch.device(spec.policy_device))
     with torch.inference_mode(), concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="unilab-physics") as pool:
         worker = _InferenceModeExecutor(pool)
-        shards = [_Shard(envs[s], policies[s], blocks, weights, free_qs[s], full_qs[s], specs[s], noises[s])
+        shards = [_Shard(envs[s], policies[s], blocks, weights, free_qs[s], full_qs[s], specs[s], noises[s], slots)
                   for s in range(len(specs))]
         try:
             for s, shard in enumerate(shards):
@@ -301,12 +310,14 @@ class _Shard:
     """One env shard's collection state: its env, policy copy, noise stream, block and counters.
     A step is :meth:`start_step` (a free block when needed, weights, action, the env step
     started) then :meth:`finish_step` (the step's results written into the block, which is
-    reported full after ``block_steps`` steps)."""
+    reported full after ``block_steps`` steps). With the acting server's ``slots`` the policy's
+    forward pass is asked of the server (slot ``spec.shard``) and the copy only draws the noise."""
 
     def __init__(self, env: VecEnv, policy: nn.Module, blocks: SharedBlocks, weights: SharedWeights, free_q, full_q,
-                 spec: CollectorSpec, noise: ShardNoise | None) -> None:
+                 spec: CollectorSpec, noise: ShardNoise | None, slots: ActingSlots | None = None) -> None:
         self.env, self.policy, self.blocks, self.weights = env, policy, blocks, weights
         self.free_q, self.full_q, self.spec, self.noise = free_q, full_q, spec, noise
+        self.slots = slots
         self.policy_device = torch.device(spec.policy_device)
         self.generator = torch.Generator().manual_seed(spec.seed)  # warm-up actions, as the sync runner
         self.obs = env.reset()
@@ -348,10 +359,10 @@ class _Shard:
         return True
 
     def start_step(self, stopping: Callable[[], bool], worker: _InferenceModeExecutor | None) -> bool:
-        """Take a free block if none is open (False when stopping first), pull new weights, act,
-        and start the env step: at once (``worker`` None, the step runs in :meth:`finish_step`),
-        or its physics queued on ``worker`` (``env.step_async``; an env without it runs its whole
-        ``step`` there)."""
+        """Take a free block if none is open, pull new weights, act, and start the env step: at
+        once (``worker`` None, the step runs in :meth:`finish_step`), or its physics queued on
+        ``worker`` (``env.step_async``; an env without it runs its whole ``step`` there). False
+        when stopping first, or while waiting for the acting server's answer."""
         if self.block is None and not self._take_block(stopping):
             return False
         ta = time.perf_counter()
@@ -361,6 +372,12 @@ class _Shard:
         tb = time.perf_counter()
         if self.iteration < self.spec.learning_starts:  # drawn on the CPU whatever the policy device
             actions = uniform_actions(self.spec.action_low, self.spec.action_high, self.env.num_envs, self.generator)
+        elif self.slots is not None:  # the server's Gaussian, this shard's own noise
+            gaussian = self.slots.request(self.spec.shard, self.obs["actor"], stopping)
+            if gaussian is None:  # told to stop while waiting for the answer
+                return False
+            draw = self.policy.explore_from
+            actions = draw(*gaussian) if self.noise is None else self.noise(draw, *gaussian)
         else:
             actor_obs = self.obs["actor"].to(self.policy_device)
             policy = self.policy

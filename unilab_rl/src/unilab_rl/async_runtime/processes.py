@@ -21,28 +21,41 @@ from typing import Any
 import torch
 
 from unilab_rl.async_runtime.collector import COLLECTOR_PHASES, SHARD_SEED_STRIDE, CollectorSpec, collector_main
-from unilab_rl.async_runtime.transport import POLL_S, CollectorDied, SharedBlocks, SharedWeights, flat_state
+from unilab_rl.async_runtime.transport import (
+    POLL_S,
+    ActingSlots,
+    CollectorDied,
+    SharedBlocks,
+    SharedWeights,
+    flat_state,
+)
 from unilab_rl.learner import Learner
 from unilab_rl.runtime import POLICY_DEVICES, RuntimeConfig
 from unilab_rl.vecenv import VecEnv
 
 
 def collector_policy_device(policy_device: str, learner_device: torch.device | str) -> str:
-    """The device the collectors run the exploration policy on.
+    """Where the collectors' exploration policy runs, as runs record it
+    (``run_summary.json``'s ``collector_policy_device``, :attr:`LearnSummary.policy_device`).
 
     Args:
-        policy_device: ``runtime.policy_device``, ``"cpu"`` or ``"learner"``.
+        policy_device: ``runtime.policy_device``, ``"cpu"``, ``"learner"`` or ``"server"``.
         learner_device: the learner's device, e.g. ``cuda:1`` on rank 1.
 
     Returns:
-        ``"cpu"``, or ``str(learner_device)`` for ``"learner"`` (``"cpu"`` for a CPU learner).
+        ``"cpu"``; ``str(learner_device)`` for ``"learner"`` (``"cpu"`` for a CPU learner); or
+        ``"server:" + str(learner_device)`` for ``"server"`` (the learner's process acts on its
+        device, e.g. ``"server:cuda:0"`` or ``"server:cpu"``).
 
     Raises:
-        ValueError: ``policy_device`` is neither ``"cpu"`` nor ``"learner"``.
+        ValueError: ``policy_device`` is none of those.
     """
     if policy_device not in POLICY_DEVICES:
-        raise ValueError(f"policy_device must be 'cpu' or 'learner', got {policy_device!r}")
-    return "cpu" if policy_device == "cpu" else str(torch.device(learner_device))
+        raise ValueError(f"policy_device must be 'cpu', 'learner' or 'server', got {policy_device!r}")
+    if policy_device == "cpu":
+        return "cpu"
+    device = str(torch.device(learner_device))
+    return f"server:{device}" if policy_device == "server" else device
 
 
 def merge_logs(logs: list[dict[str, float]], finished: list[int]) -> dict[str, float]:
@@ -68,9 +81,13 @@ class CollectorPool:
         learner: the learner (sizes, action box, warm-up length, exploration policy).
         runtime: ``num_collectors``, ``collector_shards``, ``num_blocks``, ``block_steps``,
             ``collector_threads``.
-        policy_device: where the collectors act (:func:`collector_policy_device`).
+        policy_device: where the collectors' policy copies run (``"cpu"`` or a device name;
+            ``"cpu"`` when an acting server runs the forward pass).
         seed: base seed of the shards' action sampling; ``env_seed``: of their envs.
         start_timeout_s: seconds to wait for the first block.
+        server: the acting server (``runtime.policy_device=server``), or None. Its failure is
+            raised wherever a collector's would be, before it
+            (:meth:`~unilab_rl.async_runtime.acting_server.ActingServer.raise_if_failed`).
 
     Attributes:
         exitcode: the first non-zero exit code (0 when all stopped cleanly; None before reaping
@@ -79,8 +96,9 @@ class CollectorPool:
     """
 
     def __init__(self, env_fn: Callable[..., VecEnv], learner: Learner, runtime: RuntimeConfig, policy_device: str,
-                 seed: int, env_seed: int, start_timeout_s: float) -> None:
+                 seed: int, env_seed: int, start_timeout_s: float, server=None) -> None:
         self.env_fn, self.learner, self.runtime = env_fn, learner, runtime
+        self.server = server
         self.policy_device, self.seed, self.env_seed = policy_device, seed, env_seed
         self.start_timeout_s = start_timeout_s
         self.procs: list = []
@@ -92,9 +110,11 @@ class CollectorPool:
         self.cleanup_errors: list[str] = []
 
     # -- start ----------------------------------------------------------------------------
-    def start(self, num_steps: int, ctx) -> tuple[SharedBlocks, SharedWeights]:
+    def start(self, num_steps: int, ctx, slots: ActingSlots | None = None) -> tuple[SharedBlocks, SharedWeights]:
         """Start every collector process for ``num_steps`` env steps; returns the block ring and
-        the weight vector they share with the learner. A failure stops what was started."""
+        the weight vector they share with the learner. ``slots``: the acting server's request
+        slots, handed to every collector (None: they act with their policy copies). A failure
+        stops what was started."""
         algo, rt = self.learner, self.runtime
         k_all, s_all = rt.num_collectors, rt.collector_shards
         j_all = k_all * s_all
@@ -138,7 +158,7 @@ class CollectorPool:
                 proc = ctx.Process(
                     target=collector_main,
                     args=(self.env_fn, policy, blocks, weights, self.free_qs[k * s_all:], self.full_qs[k * s_all:],
-                          self.stop_event, specs),
+                          self.stop_event, specs, slots),
                     name="unilab-collector" if k_all == 1 else f"unilab-collector-{k}",
                     daemon=True,
                 )
@@ -173,8 +193,11 @@ class CollectorPool:
             free_q.put(block)
 
     def raise_if_dead(self) -> None:
-        """Raise :class:`CollectorDied` for the first collector that exited (with its error
-        report when it sent one, on any of its shards' queues)."""
+        """Raise the acting server's failure (:class:`~unilab_rl.async_runtime.acting_server.ActingServerDied`)
+        if it failed, else :class:`CollectorDied` for the first collector that exited (with its
+        error report when it sent one, on any of its shards' queues)."""
+        if self.server is not None:
+            self.server.raise_if_failed(self.learner.iteration)
         s_all = self.runtime.collector_shards
         for k, proc in enumerate(self.procs):
             if proc.is_alive():

@@ -7,9 +7,10 @@ from collections.abc import Callable
 
 import torch.multiprocessing as tmp
 
+from unilab_rl.async_runtime.acting_server import ActingServer, check_server_policy
 from unilab_rl.async_runtime.collector import COLLECTOR_PHASES
 from unilab_rl.async_runtime.processes import CollectorPool, collector_policy_device
-from unilab_rl.async_runtime.transport import CollectorDied, flat_state
+from unilab_rl.async_runtime.transport import ActingSlots, CollectorDied, flat_state
 from unilab_rl.learner import Learner, missing_members
 from unilab_rl.runner.loop import LearnSummary, RunBook, RunnerBase, RunnerHooks
 from unilab_rl.runtime import RuntimeConfig
@@ -37,12 +38,20 @@ class AsyncOffPolicyRunner(RunnerBase):
         summary: the :class:`~unilab_rl.runner.LearnSummary` of the last :meth:`learn` call,
             with the async fields (waits, transfer counters, collector exit codes, cleanup errors).
         transfer: counters: ``blocks``, ``bytes_to_learner``, ``weight_broadcasts``,
-            ``weight_bytes``, ``weight_pulls``, and ``pinned`` (1 when the block ring is page-locked
-            for CUDA copies).
-        policy_device: where the collectors run the exploration policy.
+            ``weight_bytes``, ``weight_pulls``, ``pinned`` (1 when the block ring is page-locked
+            for CUDA copies), and with ``runtime.policy_device=server`` ``acting_calls`` (requests
+            the acting server answered) and ``weight_snapshots`` (copies of the live weights it
+            acted with).
+        policy_device: where the exploration policy runs
+            (:func:`~unilab_rl.async_runtime.collector_policy_device`: ``"cpu"``, the learner's
+            device, or ``"server:<device>"``).
+        server: the acting server of the last :meth:`learn` call (``runtime.policy_device=server``),
+            else None.
 
     Raises:
-        ValueError: an interval or window out of range; ``num_envs`` not divisible by the shards.
+        ValueError: an interval or window out of range; ``num_envs`` not divisible by the shards;
+            ``runtime.policy_device=server`` with an exploration policy that lacks ``gaussian`` or
+            ``explore_from``.
         TypeError: ``algo`` lacks a member of :class:`~unilab_rl.learner.Learner` (all named).
     """
 
@@ -78,13 +87,19 @@ class AsyncOffPolicyRunner(RunnerBase):
                          episode_window=episode_window, seed=seed, steps_per_iteration=steps_per_iteration,
                          goal_episode_length=goal_episode_length)
         self.policy_device = collector_policy_device(self.runtime.policy_device, algo.device)
+        self.serving = self.runtime.policy_device == "server"
+        if self.serving:
+            check_server_policy(algo.exploration_policy())
         self.env_fn = env_fn
         self.env_seed = env_seed
         self.start_timeout_s = start_timeout_s
         self.transfer = {"blocks": 0, "bytes_to_learner": 0, "weight_broadcasts": 0, "weight_bytes": 0,
                          "weight_pulls": 0, "pinned": 0}
+        if self.serving:
+            self.transfer |= {"acting_calls": 0, "weight_snapshots": 0}
         self.summary = LearnSummary(runtime="async", policy_device=self.policy_device)
         self.pool: CollectorPool | None = None
+        self.server: ActingServer | None = None
 
     @property
     def collector_exitcode(self) -> int | None:
@@ -116,18 +131,22 @@ class AsyncOffPolicyRunner(RunnerBase):
         Args and metrics: as :meth:`unilab_rl.runner.OffPolicyRunner.learn`, plus
             ``Perf/learner_wait_time`` and ``Perf/collector_wait_time`` (a block's waits spread
             over its iterations), ``Perf/policy_lag`` (broadcasts the collectors' policy is behind,
-            at block end) and ``Perf/collector_start_time`` (once). ``Perf/collection_time`` is
+            at block end; 0 with ``runtime.policy_device=server``) and
+            ``Perf/collector_start_time`` (once). ``Perf/collection_time`` is
             measured in the collectors (overlapping learning), and so is its split
             ``Perf/collector_<phase>_time`` (:data:`~unilab_rl.async_runtime.COLLECTOR_PHASES`, per
-            env step, the mean over shards); ``Perf/total_fps`` is the env steps per second since
-            the call started.
+            env step, the mean over shards; with ``runtime.policy_device=server`` the ``policy``
+            phase is the round trip to the acting server plus the noise); ``Perf/total_fps`` is the
+            env steps per second since the call started.
 
         Returns:
             :class:`~unilab_rl.runner.LearnSummary` with ``runtime="async"``.
 
         Raises:
             ValueError: ``num_iterations`` < 0.
-            CollectorDied: a collector exited, raised, or sent nothing within ``start_timeout_s``.
+            CollectorDied: a collector exited, raised, or sent nothing within ``start_timeout_s``;
+                :class:`~unilab_rl.async_runtime.ActingServerDied` (a subclass): the acting server
+                thread failed.
             FloatingPointError: a learner metric became NaN or infinite.
         """
         algo = self.algo
@@ -136,18 +155,23 @@ class AsyncOffPolicyRunner(RunnerBase):
             collector_phase_time_s=dict.fromkeys(COLLECTOR_PHASES, 0.0)))
         env_seed = self.seed if self.env_seed is None else self.env_seed
         self._blocks = None
-        self.pool = CollectorPool(self.env_fn, algo, self.runtime, self.policy_device, self.seed, env_seed,
-                                  self.start_timeout_s)
+        self.server = None
+        self.pool = CollectorPool(self.env_fn, algo, self.runtime, "cpu" if self.serving else self.policy_device,
+                                  self.seed, env_seed, self.start_timeout_s)
         if num_iterations == 0:
             return book.run(lambda: None)
         return book.run(lambda: self._loop(num_iterations, book), cleanup=self._stop)
 
     def _stop(self) -> None:
-        """Stop the pool and copy its exit codes, cleanup errors and the transfer counters into
-        the summary."""
-        pool, s = self.pool, self.summary
+        """Stop the pool, then the acting server, and copy their exit codes, cleanup errors and
+        the transfer counters into the summary."""
+        pool, s, server = self.pool, self.summary, self.server
         blocks = getattr(self, "_blocks", None)
         pool.stop()
+        if server is not None:
+            s.cleanup_errors.extend(server.stop())
+            server.slots.unpin()
+            self.transfer["acting_calls"], self.transfer["weight_snapshots"] = server.calls, server.snapshots
         if blocks is not None:
             blocks.unpin()
         s.collector_exitcode, s.collector_exitcodes = pool.exitcode, list(pool.exitcodes)
@@ -161,11 +185,21 @@ class AsyncOffPolicyRunner(RunnerBase):
         live = algo.exploration_policy()
         updates_since_broadcast = 0
         phases = self.summary.collector_phase_time_s
-        blocks, weights = pool.start(num_iterations, tmp.get_context("spawn"))
+        ctx = tmp.get_context("spawn")
+        slots, server = None, None
+        if self.serving:  # shard j asks through slot j
+            shards = rt.num_collectors * rt.collector_shards
+            slots = ActingSlots(shards, n // shards, algo.replay.obs_dims["actor"], algo.num_actions, ctx)
+            server = self.server = pool.server = ActingServer(algo, slots)
+        blocks, weights = pool.start(num_iterations, ctx, slots)
         self._blocks = blocks
         # Pinned after the children hold their handles; copies stay blocking, so a slot is only
         # handed back once its data is on the device.
         self.transfer["pinned"] = int(algo.device.type == "cuda" and blocks.pin())
+        if server is not None:
+            if algo.device.type == "cuda":
+                slots.pin()
+            server.start()
         first = True
         while algo.iteration < first_iteration + num_iterations:
             # Take the next block every shard has filled; copy it into the replay; free the slot.
@@ -196,7 +230,9 @@ class AsyncOffPolicyRunner(RunnerBase):
                 if min(base_rows + (t + 1) * n, algo.replay.capacity) >= algo.learning_starts * n:
                     metrics |= book.update()
                     updates_since_broadcast += algo.updates_per_iteration
-                    if updates_since_broadcast >= rt.sync_weights_every:
+                    if server is not None:  # the server acts with this update's weights
+                        server.publish()
+                    elif updates_since_broadcast >= rt.sync_weights_every:
                         try:
                             self.transfer["weight_bytes"] += weights.publish(flat_state(live), pool.alive)
                         except CollectorDied:

@@ -1,9 +1,12 @@
-"""What crosses between the learner and its collectors: transition blocks and actor weights,
-both in shared memory (torch shares the storage through file descriptors: no file or manager
-process is left behind)."""
+"""What crosses between the learner and its collectors: transition blocks, actor weights and,
+with ``runtime.policy_device=server``, acting requests, all in shared memory (torch shares the
+storage through file descriptors: no file or manager process is left behind)."""
 
 from __future__ import annotations
 
+import os
+import select
+import struct
 from collections.abc import Callable
 
 import torch
@@ -79,36 +82,17 @@ class SharedBlocks:
                 self.truncated]
 
     def pin(self) -> bool:
-        """Page-lock the ring for the CUDA driver (``cudaHostRegister``), so block copies to the
+        """Page-lock the ring for the CUDA driver (:func:`pin_tensors`), so block copies to the
         GPU need no staging copy. Learner side only. Returns False (and leaves nothing registered)
         when CUDA is unavailable or registration fails; the copies then go through pageable
         memory, which is correct, only slower."""
-        done: list[torch.Tensor] = []
-        try:
-            cudart = torch.cuda.cudart()
-            for t in self.tensors():
-                err = cudart.cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(), 0)
-                if int(err) != 0:
-                    raise RuntimeError(f"cudaHostRegister: {err}")
-                done.append(t)
-        except Exception:  # noqa: BLE001 - pinning is an optimization
-            self._unregister(done)
-            return False
-        self._pinned = done
-        return True
+        self._pinned = pin_tensors(self.tensors())
+        return bool(self._pinned)
 
     def unpin(self) -> None:
         """Undo :meth:`pin` (before the storage goes away). Never raises."""
-        self._unregister(getattr(self, "_pinned", []))
+        unpin_tensors(getattr(self, "_pinned", []))
         self._pinned = []
-
-    @staticmethod
-    def _unregister(tensors: list[torch.Tensor]) -> None:
-        for t in tensors:
-            try:
-                torch.cuda.cudart().cudaHostUnregister(t.data_ptr())
-            except Exception:  # noqa: BLE001
-                pass
 
     def write(self, block: int, step: int, obs, actions, rewards, terminated, next_obs, env_start: int = 0,
               truncated: torch.Tensor | None = None) -> None:
@@ -141,6 +125,150 @@ class SharedBlocks:
     def view_truncated(self, block: int, steps: int) -> torch.Tensor:
         """(steps, N) bool time-outs of the first ``steps`` steps of ``block`` (a view)."""
         return self.truncated[block, :steps]
+
+
+def pin_tensors(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Page-lock the storage of CPU ``tensors`` for the CUDA driver (``cudaHostRegister``), so
+    copies between them and a GPU are direct (and asynchronous with ``non_blocking=True``).
+
+    Returns:
+        the tensors registered (all of them), or ``[]`` when CUDA is unavailable or a
+        registration fails (then nothing is left registered: pinning is an optimization).
+    """
+    done: list[torch.Tensor] = []
+    try:
+        cudart = torch.cuda.cudart()
+        for t in tensors:
+            err = cudart.cudaHostRegister(t.data_ptr(), t.numel() * t.element_size(), 0)
+            if int(err) != 0:
+                raise RuntimeError(f"cudaHostRegister: {err}")
+            done.append(t)
+    except Exception:  # noqa: BLE001 - pinning is an optimization
+        unpin_tensors(done)
+        return []
+    return done
+
+
+def unpin_tensors(tensors: list[torch.Tensor]) -> None:
+    """Undo :func:`pin_tensors` (before the storage goes away). Never raises."""
+    for t in tensors:
+        try:
+            torch.cuda.cudart().cudaHostUnregister(t.data_ptr())
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class ActingSlots:
+    """The acting server's request slots (``runtime.policy_device=server``): one per env shard,
+    in shared memory, with a pipe and a semaphore per slot to signal through.
+
+    - ``obs``: (num_slots, rows, obs_dim) float32, a shard's raw actor observations;
+    - ``out``: (num_slots, 2, rows, num_actions) float32, the answer: the exploration policy's
+      pre-squash Gaussian, mean in ``out[s, 0]`` and log std in ``out[s, 1]``.
+
+    A request (:meth:`request`, collector side): the shard writes its observations into its slot,
+    then its slot index (int32, 4 bytes) into the one request pipe every collector shares (a write
+    this small is atomic, so requests never interleave), and waits on its slot's semaphore. The
+    server (:meth:`wait`, :meth:`answer`) reads every queued index from the pipe at once, writes
+    each answer and releases that slot's semaphore. The pipe's syscalls and the semaphore order
+    each side's shared-memory writes before the other side's reads. One request per slot is in
+    flight at a time, so the pipe (64 KiB) never fills.
+
+    Created in the learner and pickled to the collectors (spawn), as :class:`SharedBlocks` is.
+
+    Args:
+        num_slots: env shards over all collectors.
+        rows: envs per shard.
+        obs_dim: width of the ``"actor"`` observation group.
+        num_actions: A.
+        ctx: the multiprocessing context the collectors are started with.
+
+    Raises:
+        ValueError: a size < 1.
+    """
+
+    WAKE = -1
+    """The slot index :meth:`wake` writes: no request, the server's wait just returns."""
+
+    def __init__(self, num_slots: int, rows: int, obs_dim: int, num_actions: int, ctx) -> None:
+        if min(num_slots, rows, obs_dim, num_actions) < 1:
+            raise ValueError(f"ActingSlots sizes must be >= 1, got num_slots={num_slots}, rows={rows}, "
+                             f"obs_dim={obs_dim}, num_actions={num_actions}")
+        self.num_slots, self.rows = num_slots, rows
+        self.obs = torch.zeros(num_slots, rows, obs_dim).share_memory_()
+        self.out = torch.zeros(num_slots, 2, rows, num_actions).share_memory_()
+        self._requests, self._requests_in = ctx.Pipe(duplex=False)  # (read end, write end)
+        self._answered = [ctx.Semaphore(0) for _ in range(num_slots)]
+        self._views()
+
+    def _views(self) -> None:
+        """Per-slot views and the server's state, made once (on each side of the pickle): an
+        acting call is short, so even a tensor index op counts."""
+        self.obs_of = list(self.obs.unbind(0))  # slot -> (rows, obs_dim)
+        self.out_of = [tuple(out.unbind(0)) for out in self.out.unbind(0)]  # slot -> (mean, log_std)
+        self._poll: select.poll | None = None  # the server's poller of the request pipe
+        self._partial = b""  # the server's read of an incomplete record (never seen: writes are atomic)
+        self._pinned: list[torch.Tensor] = []
+
+    # -- collector side ---------------------------------------------------------------------
+    def request(self, slot: int, obs: torch.Tensor,
+                stopping: Callable[[], bool]) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Ask the server to act on ``obs`` ((rows, obs_dim) float32, CPU) and wait for it.
+
+        Returns:
+            ``(mean, log_std)``, (rows, A) float32 each: views of the slot, valid until this
+            slot's next request; or None when ``stopping()`` became true while waiting (asked
+            every :data:`POLL_S`).
+        """
+        self.obs_of[slot].copy_(obs)
+        os.write(self._requests_in.fileno(), struct.pack("<i", slot))
+        while not self._answered[slot].acquire(timeout=POLL_S):
+            if stopping():
+                return None
+        return self.out_of[slot]
+
+    # -- server side -------------------------------------------------------------------------
+    def wait(self, timeout_s: float) -> list[int]:
+        """The slots whose requests arrived, in order (empty after ``timeout_s`` seconds without
+        one, or after a :meth:`wake`)."""
+        if self._poll is None:
+            self._poll = select.poll()
+            self._poll.register(self._requests.fileno(), select.POLLIN)
+        if not self._poll.poll(timeout_s * 1000):
+            return []
+        data = self._partial + os.read(self._requests.fileno(), 4 * 1024)
+        whole = len(data) - len(data) % 4
+        self._partial = data[whole:]
+        return [s for (s,) in struct.iter_unpack("<i", data[:whole]) if s != self.WAKE]
+
+    def answer(self, slot: int) -> None:
+        """Tell ``slot``'s collector that ``out[slot]`` holds its answer."""
+        self._answered[slot].release()
+
+    def wake(self) -> None:
+        """Make a pending :meth:`wait` return now (e.g. to stop the server)."""
+        os.write(self._requests_in.fileno(), struct.pack("<i", self.WAKE))
+
+    def pin(self) -> bool:
+        """Page-lock ``obs`` and ``out`` (:func:`pin_tensors`) so the server's copies to and from
+        a CUDA device are direct. Learner side only; False when not pinned."""
+        self._pinned = pin_tensors([self.obs, self.out])
+        return bool(self._pinned)
+
+    def unpin(self) -> None:
+        """Undo :meth:`pin`. Never raises."""
+        unpin_tensors(self._pinned)
+        self._pinned = []
+
+    def __getstate__(self) -> dict:
+        """Pickled without the views and the server's state (remade on arrival) or the
+        learner's pinned list (pinning is the learner's own)."""
+        skip = ("obs_of", "out_of", "_poll", "_partial", "_pinned")
+        return {k: v for k, v in self.__dict__.items() if k not in skip}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._views()
 
 
 def flat_state(module: nn.Module) -> torch.Tensor:
@@ -224,4 +352,5 @@ class SharedWeights:
         return version
 
 
-__all__ = ["POLL_S", "CollectorDied", "SharedBlocks", "SharedWeights", "flat_state", "load_flat_state"]
+__all__ = ["POLL_S", "ActingSlots", "CollectorDied", "SharedBlocks", "SharedWeights", "flat_state", "load_flat_state",
+           "pin_tensors", "unpin_tensors"]

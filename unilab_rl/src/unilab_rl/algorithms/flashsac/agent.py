@@ -9,9 +9,11 @@ Async runtime (``runtime.mode="async"``): the collector runs a CPU copy of
 :meth:`FlashSAC.exploration_policy`. The held exploration noise lives in that copy, on the
 collector's side: it draws k from the truncated Zeta law and fresh Gaussian noise itself (from its
 own seeded RNG) and reuses it for k env steps, exactly as :meth:`FlashSAC.act` does in the sync
-runtime; with several collectors each shard holds its own noise and k. The learner broadcasts the
-actor's floating-point state, batch-norm running statistics included, so the copy acts with the
-learner's normalization (batch norms on running statistics). The reward scaling stays on the
+runtime; with several collectors each shard holds its own noise and k (also with
+``runtime.policy_device=server``, where the learner's process computes the Gaussian and the copy
+only adds the noise). The learner broadcasts the actor's floating-point state, batch-norm running
+statistics included, so the copy acts with the learner's normalization (batch norms on running
+statistics). The reward scaling stays on the
 learner: :meth:`FlashSAC.store_steps` advances it step by step with the time-outs the collector
 recorded.
 """
@@ -43,7 +45,7 @@ from unilab_rl.algorithms.flashsac.networks import (
     WeightProjection,
 )
 from unilab_rl.device import resolve_device
-from unilab_rl.learner import ActorCriticState, ScheduleFromConfig
+from unilab_rl.learner import GRAPH_CAPTURE_LOCK, ActorCriticState, ScheduleFromConfig
 from unilab_rl.replay import Batch, ReplayBuffer, block_rows
 from unilab_rl.runtime import RuntimeConfig
 from unilab_rl.vecenv import Mirror, VecEnv, learner_mirror, learner_spaces
@@ -594,7 +596,9 @@ class _StepGraphs:
     Each kind first runs :data:`WARMUP` times eagerly on a side stream, which builds the
     optimizer state, compiles the objectives and settles the caching allocator (PyTorch, "CUDA
     Graphs": whole-network capture). The next update of that kind is captured into a graph with its
-    own memory pool, then replayed, and so is every later one. Each graph draws its batch itself
+    own memory pool (holding :data:`~unilab_rl.learner.GRAPH_CAPTURE_LOCK`, so that the async
+    runtime's acting server does not touch the GPU meanwhile), then replayed, and so is every
+    later one. Each graph draws its batch itself
     (:meth:`~unilab_rl.replay.ReplayBuffer.sample_capturable`, from the device generator, into
     static tensors) and reads the live parameters, batch-norm statistics, optimizer state,
     learning-rate tensors, reward-scaling statistics and replay storage, all updated in place
@@ -644,7 +648,7 @@ class _StepGraphs:
             if self.warm[kind] < self.WARMUP:
                 return self._eager(agent, kind, update)
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
+            with GRAPH_CAPTURE_LOCK, torch.cuda.graph(graph):  # no acting server call meanwhile
                 self.outs[kind] = update()
             self.graphs[kind] = graph
         graph.replay()

@@ -276,7 +276,11 @@ class _SquashedActor(nn.Module):
     def explore(self, obs: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
         """Exploration action ``squash(mean + std * noise)`` with the given (held) noise (B, A);
         running statistics (the official code acts with ``training=False``)."""
-        mean, log_std = self(obs, False)
+        return self.explore_from(*self(obs, False), noise)
+
+    def explore_from(self, mean: torch.Tensor, log_std: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        """:meth:`explore`'s action from the Gaussian parameters :meth:`forward` returned:
+        ``squash(mean + exp(log_std) * noise)``, all (B, A) float32."""
         return self.squash(mean + torch.exp(log_std) * noise)
 
     def deterministic_action(self, obs: torch.Tensor) -> torch.Tensor:
@@ -606,8 +610,22 @@ class ExplorationPolicy(nn.Module):
     @torch.no_grad()
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """(B, obs_dim) raw float32 -> (B, A) float32 exploration action in the env's units (the
-        noise is drawn from torch's global RNG of ``obs``'s device)."""
-        return self.actor.explore(obs, self.noise(obs.shape[0], obs.device))
+        noise is drawn from torch's global RNG of ``obs``'s device): ``explore_from(*gaussian(obs))``."""
+        return self.explore_from(*self.gaussian(obs))
+
+    @torch.no_grad()
+    def gaussian(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The deterministic half of :meth:`forward`: (B, obs_dim) raw float32 -> ``(mean,
+        log_std)``, (B, A) float32 each, on running statistics. No randomness: the async
+        runtime's acting server runs this part (``runtime.policy_device=server``)."""
+        return self.actor(obs, False)
+
+    @torch.no_grad()
+    def explore_from(self, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+        """The random half of :meth:`forward`: ``(mean, log_std)`` (B, A) float32 from
+        :meth:`gaussian` -> (B, A) float32 ``squash(mean + std * held_noise)``, the held noise
+        taken (or redrawn) on ``mean``'s device from :attr:`noise`."""
+        return self.actor.explore_from(mean, log_std, self.noise(mean.shape[0], mean.device))
 
     @torch.no_grad()
     def deterministic(self, obs: torch.Tensor) -> torch.Tensor:

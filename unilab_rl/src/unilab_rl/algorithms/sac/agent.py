@@ -20,7 +20,7 @@ from unilab_rl.algorithms.sac.config import SACConfig
 from unilab_rl.algorithms.sac.networks import Actor, Critic, DeterministicPolicy, ExplorationPolicy
 from unilab_rl.device import resolve_device
 from unilab_rl.normalizer import RunningMeanStd, batch_moments
-from unilab_rl.learner import ActorCriticState, ScheduleFromConfig
+from unilab_rl.learner import GRAPH_CAPTURE_LOCK, ActorCriticState, ScheduleFromConfig
 from unilab_rl.replay import Batch, ReplayBuffer, block_rows
 from unilab_rl.runtime import RuntimeConfig
 from unilab_rl.vecenv import Mirror, VecEnv, apply_mirror, learner_mirror, learner_spaces
@@ -433,10 +433,12 @@ class _StepGraphs:
     Each step kind (critic; actor + temperature) first runs :data:`WARMUP` times eagerly on a side
     stream, which builds the optimizer state, compiles the objectives and settles the caching
     allocator (as PyTorch's "CUDA Graphs" notes prescribe for whole-network capture). The next
-    step is captured into a graph with its own memory pool and then replayed, and so is every later
-    one. The critic graph samples its batch itself (:meth:`ReplayBuffer.sample_capturable`) into
-    static tensors; the actor step reads that batch, as the eager path's actor step reads the batch
-    of the critic step before it. Replays read the live parameters, optimizer state, observation
+    step is captured into a graph with its own memory pool (holding
+    :data:`~unilab_rl.learner.GRAPH_CAPTURE_LOCK`, so that the async runtime's acting server does
+    not touch the GPU meanwhile) and then replayed, and so is every later one. The critic graph
+    samples its batch itself (:meth:`ReplayBuffer.sample_capturable`) into static tensors; the
+    actor step reads that batch, as the eager path's actor step reads the batch of the critic
+    step before it. Replays read the live parameters, optimizer state, observation
     statistics and replay storage, all updated in place. :meth:`SAC.load_state_dict` replaces
     this object, since it replaces the optimizers' state tensors.
     """
@@ -477,7 +479,7 @@ class _StepGraphs:
             if self.warm[kind] < self.WARMUP or not may_capture:
                 return self._eager(agent, kind, step)
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
+            with GRAPH_CAPTURE_LOCK, torch.cuda.graph(graph):  # no acting server call meanwhile
                 self.outs[kind] = step()
             self.graphs[kind] = graph
         graph.replay()

@@ -77,6 +77,13 @@ def squashed_gaussian_log_prob(
     return (gaussian - log_det_tanh - torch.log(half_range)).sum(-1)
 
 
+def _perturb(mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+    """The pre-tanh sample ``mean + exp(log_std) * eps``, (B, A), ``eps = randn_like(mean)`` from
+    the global RNG of ``mean``'s device: the one draw :meth:`Actor.sample` and
+    :meth:`Actor.explore_from` share."""
+    return mean + torch.exp(log_std) * torch.randn_like(mean)
+
+
 def _check_mirror(perm: torch.Tensor, sign: torch.Tensor, width: int, what: str) -> None:
     """Raise ValueError unless (perm, sign) is a signed-permutation involution of ``width`` columns."""
     perm, sign = perm.detach().cpu().long(), sign.detach().cpu().float()
@@ -241,7 +248,7 @@ class Actor(nn.Module):
         ``eps = randn_like(mean)`` from the global RNG of ``obs``'s device (the reparameterization
         trick), shared by :meth:`sample` and :meth:`explore` so both draw the same action."""
         mean, log_std = self(obs)
-        return mean + torch.exp(log_std) * torch.randn_like(mean), mean, log_std
+        return _perturb(mean, log_std), mean, log_std
 
     def explore(self, obs: torch.Tensor) -> torch.Tensor:
         """The action of :meth:`sample` without its log-probability, for collection.
@@ -256,7 +263,21 @@ class Actor(nn.Module):
         Returns:
             (B, A) float32 inside ``[action_low, action_high]``.
         """
-        return self.squash(self._draw(obs)[0])
+        return self.explore_from(*self(obs))
+
+    def explore_from(self, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+        """:meth:`explore`'s action from the Gaussian parameters :meth:`forward` returned:
+        ``squash(mean + exp(log_std) * eps)``, ``eps = randn_like(mean)`` from the global RNG of
+        ``mean``'s device. ``explore(obs)`` is ``explore_from(*self(obs))``, so the forward pass
+        may run elsewhere (the async runtime's acting server) and the noise here.
+
+        Args:
+            mean, log_std: (B, A) float32.
+
+        Returns:
+            (B, A) float32 inside ``[action_low, action_high]``.
+        """
+        return self.squash(_perturb(mean, log_std))
 
     def deterministic_action(self, obs: torch.Tensor) -> torch.Tensor:
         """Evaluation action ``centre + half_range * tanh(mean)``, (B, A) float32."""
@@ -351,8 +372,23 @@ class ExplorationPolicy(nn.Module):
     @torch.no_grad()
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """(B, obs_dim) raw float32 observation -> (B, A) float32 sampled action in the env's units
-        (draws from torch's global RNG of the module's device)."""
-        return self.actor.explore(self.normalizer(obs))
+        (draws from torch's global RNG of ``obs``'s device): ``explore_from(*gaussian(obs))``."""
+        return self.explore_from(*self.gaussian(obs))
+
+    @torch.no_grad()
+    def gaussian(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The deterministic half of :meth:`forward`: (B, obs_dim) raw float32 observation ->
+        ``(mean, log_std)``, (B, A) float32 each, the pre-squash Gaussian the action is drawn
+        from. No randomness: the async runtime's acting server runs this part
+        (``runtime.policy_device=server``)."""
+        return self.actor(self.normalizer(obs))
+
+    @torch.no_grad()
+    def explore_from(self, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+        """The random half of :meth:`forward`: ``(mean, log_std)`` (B, A) float32 from
+        :meth:`gaussian` -> (B, A) float32 sampled action in the env's units, the noise drawn
+        from torch's global RNG of ``mean``'s device (:meth:`Actor.explore_from`)."""
+        return self.actor.explore_from(mean, log_std)
 
 
 __all__ = ["Actor", "Critic", "DeterministicPolicy", "ExplorationPolicy", "mlp", "squashed_gaussian_log_prob"]
