@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,6 +161,45 @@ def unilab_in_process() -> Callable[..., CliResult]:
     this process (a few seconds faster than a new interpreter), for tests of what a command
     prints and returns; see :func:`run_in_process`."""
     return run_in_process
+
+
+@dataclass
+class SessionRun:
+    """What :func:`run_in_session` saw: the exit code, the output, and the processes still in the
+    run's session (``pgrep -s`` output, empty when none) after the grace period."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    left: str
+
+
+def run_in_session(cmd: list[str], cwd: Path, timeout: float = 180, grace: float = 10) -> SessionRun:
+    """Run ``cmd`` (a ``unilab`` command line) in a new process session until it exits, for tests
+    of what a whole run leaves behind, then wait up to ``grace`` s for the session to empty (a
+    multiprocessing resource tracker may outlive its parent by a moment). On ``timeout`` (s) the
+    whole session (the run, its collectors, its evaluation process) is killed and
+    ``subprocess.TimeoutExpired`` propagates, so a hung run leaves no process."""
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            subprocess.run(["kill", "-9", f"-{proc.pid}"], check=False)
+            proc.wait()
+    deadline = time.monotonic() + grace
+    while (left := subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True).stdout.strip()):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    return SessionRun(proc.returncode, stdout, stderr, left)
+
+
+@pytest.fixture(scope="session")
+def unilab_in_session() -> Callable[..., SessionRun]:
+    """``unilab_in_session(cmd, cwd, timeout=180) -> SessionRun``: :func:`run_in_session`."""
+    return run_in_session
 
 
 # ---------------------------------------------------------------------------- a finished run

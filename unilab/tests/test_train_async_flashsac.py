@@ -4,9 +4,7 @@ ends normally with updates, a truthful run_summary.json and no process left."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -14,7 +12,7 @@ import torch
 UNILAB = str(Path(sys.executable).parent / "unilab")
 
 
-def test_cli_flashsac_async_laptop_completes_and_leaves_no_process(tmp_path):
+def test_cli_flashsac_async_laptop_completes_and_leaves_no_process(tmp_path, unilab_in_session):
     # Laptop preset: 32 envs, learning_starts 10, batch 128; 14 iterations = 2 blocks of 8 and 5
     # iterations with an update. Smaller networks and block size keep it short on 2 cores. The
     # collector acts on the learner's device (here the CPU): the "learner" path, weight pulls included.
@@ -22,14 +20,8 @@ def test_cli_flashsac_async_laptop_completes_and_leaves_no_process(tmp_path):
            "runtime.mode=async", "training.max_iterations=14", "algo.actor_hidden_dim=32", "algo.critic_hidden_dim=32",
            "runtime.sync_weights_every=1", "runtime.policy_device=learner", "sim.nthread=1", "training.device=cpu",
            "training.progress=false", "training.no_play=true", f"training.log_dir={tmp_path / 'logs'}"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        _, stderr = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, stderr
+    result = unilab_in_session(cmd, tmp_path, timeout=300)
+    assert result.returncode == 0, result.stderr
     (run,) = list((tmp_path / "logs" / "flashsac" / "g1_walk_flat").iterdir())
     summary = json.loads((run / "run_summary.json").read_text())
     assert summary["status"] == "normal_completion" and summary["iterations"] == 14
@@ -42,9 +34,4 @@ def test_cli_flashsac_async_laptop_completes_and_leaves_no_process(tmp_path):
     assert (runtime["mode"], config["training"]["num_envs"], runtime["block_steps"]) == ("async", 32, 8)
     ckpt = torch.load(run / "model_last.pt", weights_only=True)
     assert ckpt["algo"] == "flashsac" and ckpt["agent"]["num_critic_updates"] >= 5
-    # The whole session (learner, collector, resource tracker) is gone; the tracker may take a
-    # moment after its parent exits.
-    deadline = time.monotonic() + 10
-    while (left := subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True).stdout.strip()):
-        assert time.monotonic() < deadline, f"processes left in the run's session: {left}"
-        time.sleep(0.2)
+    assert result.left == "", f"processes left in the run's session: {result.left}"

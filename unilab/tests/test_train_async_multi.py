@@ -4,37 +4,25 @@ records both collectors and the thread split, and leaves no process behind."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 UNILAB = str(Path(sys.executable).parent / "unilab")
 
 
-def test_two_collectors_complete_a_laptop_run(tmp_path):
+def test_two_collectors_complete_a_laptop_run(tmp_path, unilab_in_session):
     cmd = [UNILAB, "train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco", "--preset", "laptop",
            "runtime.mode=async", "runtime.num_collectors=2", "training.max_iterations=6", "training.no_play=true",
            "sim.nthread=2", f"training.log_dir={tmp_path / 'logs'}"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        _, stderr = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            subprocess.run(["kill", "-9", f"-{proc.pid}"], check=False)
-    assert proc.returncode == 0, stderr
+    result = unilab_in_session(cmd, tmp_path, timeout=180)
+    assert result.returncode == 0, result.stderr
     summary = json.loads(next((tmp_path / "logs").rglob("run_summary.json")).read_text())
     assert summary["status"] == "normal_completion" and summary["iterations"] == 6
     assert summary["collector_exitcode"] == 0 and summary["collector_exitcodes"] == [0, 0]
     assert summary["cleanup_errors"] == []
     assert summary["threads"]["collectors"] == 2 and summary["threads"]["physics_per_collector"] == 1
     assert summary["collector_policy_device"] == "cpu"  # runtime.policy_device's default
-    # Nothing left in the run's session (the resource tracker may take a moment to exit).
-    deadline = time.monotonic() + 10
-    while (left := subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True).stdout.strip()):
-        assert time.monotonic() < deadline, f"processes left in the run's session: {left}"
-        time.sleep(0.2)
+    assert result.left == "", f"processes left in the run's session: {result.left}"
 
 
 def test_thread_split_takes_out_every_collectors_policy_threads() -> None:

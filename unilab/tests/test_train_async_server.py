@@ -5,9 +5,7 @@ summary records where the policy ran; no process is left."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -15,7 +13,7 @@ import torch
 UNILAB = str(Path(sys.executable).parent / "unilab")
 
 
-def test_a_run_acting_through_the_server_completes_and_records_it(tmp_path):
+def test_a_run_acting_through_the_server_completes_and_records_it(tmp_path, unilab_in_session):
     # The owner YAML's two pipelined shards; 8 envs, warm-up for 3 of 8 iterations, then 5
     # iterations of 2 acting calls each (one per shard), with the mirrored, equivariant actor.
     cmd = [UNILAB, "train", "--algo", "sac", "--task", "g1_walk_flat", "--sim", "mujoco", "--preset", "laptop",
@@ -23,14 +21,8 @@ def test_a_run_acting_through_the_server_completes_and_records_it(tmp_path):
            "algo.learning_starts=3", "algo.batch_size=64", "runtime.block_steps=4", "sim.nthread=1",
            "training.device=cpu", "training.progress=false", "training.no_play=true",
            f"training.log_dir={tmp_path / 'logs'}"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        _, stderr = proc.communicate(timeout=180)
-    finally:
-        if proc.poll() is None:
-            subprocess.run(["kill", "-9", f"-{proc.pid}"], check=False)
-    assert proc.returncode == 0, stderr
+    result = unilab_in_session(cmd, tmp_path, timeout=180)
+    assert result.returncode == 0, result.stderr
     (run,) = list((tmp_path / "logs" / "sac" / "g1_walk_flat").iterdir())
     summary = json.loads((run / "run_summary.json").read_text())
     assert summary["status"] == "normal_completion" and summary["iterations"] == 8
@@ -42,7 +34,4 @@ def test_a_run_acting_through_the_server_completes_and_records_it(tmp_path):
     assert transfer["weight_broadcasts"] == 0
     ckpt = torch.load(run / "model_last.pt", weights_only=True)
     assert ckpt["agent"]["num_critic_updates"] >= 5
-    deadline = time.monotonic() + 10
-    while (left := subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True).stdout.strip()):
-        assert time.monotonic() < deadline, f"processes left in the run's session: {left}"
-        time.sleep(0.2)
+    assert result.left == "", f"processes left in the run's session: {result.left}"
