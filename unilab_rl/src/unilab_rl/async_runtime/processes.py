@@ -20,10 +20,10 @@ from typing import Any
 
 import torch
 
+from unilab_rl.async_runtime.acting_server import ActingServer
 from unilab_rl.async_runtime.collector import COLLECTOR_PHASES, SHARD_SEED_STRIDE, CollectorSpec, collector_main
 from unilab_rl.async_runtime.transport import (
     POLL_S,
-    ActingSlots,
     CollectorDied,
     SharedBlocks,
     SharedWeights,
@@ -85,9 +85,6 @@ class CollectorPool:
             ``"cpu"`` when an acting server runs the forward pass).
         seed: base seed of the shards' action sampling; ``env_seed``: of their envs.
         start_timeout_s: seconds to wait for the first block.
-        server: the acting server (``runtime.policy_device=server``), or None. Its failure is
-            raised wherever a collector's would be, before it
-            (:meth:`~unilab_rl.async_runtime.acting_server.ActingServer.raise_if_failed`).
 
     Attributes:
         exitcode: the first non-zero exit code (0 when all stopped cleanly; None before reaping
@@ -96,9 +93,9 @@ class CollectorPool:
     """
 
     def __init__(self, env_fn: Callable[..., VecEnv], learner: Learner, runtime: RuntimeConfig, policy_device: str,
-                 seed: int, env_seed: int, start_timeout_s: float, server=None) -> None:
+                 seed: int, env_seed: int, start_timeout_s: float) -> None:
         self.env_fn, self.learner, self.runtime = env_fn, learner, runtime
-        self.server = server
+        self.server = None
         self.policy_device, self.seed, self.env_seed = policy_device, seed, env_seed
         self.start_timeout_s = start_timeout_s
         self.procs: list = []
@@ -110,11 +107,14 @@ class CollectorPool:
         self.cleanup_errors: list[str] = []
 
     # -- start ----------------------------------------------------------------------------
-    def start(self, num_steps: int, ctx, slots: ActingSlots | None = None) -> tuple[SharedBlocks, SharedWeights]:
+    def start(self, num_steps: int, ctx, server: ActingServer | None = None) -> tuple[SharedBlocks, SharedWeights]:
         """Start every collector process for ``num_steps`` env steps; returns the block ring and
-        the weight vector they share with the learner. ``slots``: the acting server's request
-        slots, handed to every collector (None: they act with their policy copies). A failure
-        stops what was started."""
+        the weight vector they share with the learner. ``server``: the acting server
+        (``runtime.policy_device=server``), whose request slots every collector gets and whose
+        failure :meth:`raise_if_dead` raises before any collector's; None: the collectors act
+        with their policy copies. A failure stops what was started."""
+        self.server = server
+        slots = None if server is None else server.slots
         algo, rt = self.learner, self.runtime
         k_all, s_all = rt.num_collectors, rt.collector_shards
         j_all = k_all * s_all

@@ -190,8 +190,8 @@ class AsyncOffPolicyRunner(RunnerBase):
         if self.serving:  # shard j asks through slot j
             shards = rt.num_collectors * rt.collector_shards
             slots = ActingSlots(shards, n // shards, algo.replay.obs_dims["actor"], algo.num_actions, ctx)
-            server = self.server = pool.server = ActingServer(algo, slots)
-        blocks, weights = pool.start(num_iterations, ctx, slots)
+            server = self.server = ActingServer(algo, slots)
+        blocks, weights = pool.start(num_iterations, ctx, server)
         self._blocks = blocks
         # Pinned after the children hold their handles; copies stay blocking, so a slot is only
         # handed back once its data is on the device.
