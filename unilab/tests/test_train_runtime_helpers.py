@@ -72,3 +72,26 @@ def test_a_run_no_longer_than_the_warm_up_warns_that_its_policy_is_untrained(cap
     assert "training.max_iterations=100 <= algo.learning_starts=100" in caplog.text and "untrained" in caplog.text
     with pytest.raises(UserError, match="algo.buffer_size_per_env=64 is smaller than algo.learning_starts=100"):
         _check_schedule(cfg(100, size=64), 1000)
+
+
+def test_a_sync_run_names_the_async_settings_given_on_the_command_line_it_ignores(caplog):
+    from unilab.build import algo_settings, prepare, warn_ignored_runtime_keys
+
+    def ignored(overrides, preset="laptop"):
+        caplog.clear()
+        algo_reg, _, _, cfg = prepare("sac", "g1_walk_flat", "mujoco", overrides, preset)
+        with caplog.at_level("WARNING", logger="unilab.build"):
+            keys = warn_ignored_runtime_keys(overrides, algo_settings(algo_reg, cfg)[1])
+        return keys, caplog.text
+
+    # the laptop preset runs sync: the async keys typed on the command line are named, each with its value
+    keys, text = ignored(["runtime.policy_device=server", "training.seed=2", "runtime.collector_shards=2",
+                          "runtime.compile=false"])
+    assert keys == ["runtime.policy_device", "runtime.collector_shards"]
+    assert "runtime.policy_device=server is a setting of the async runtime" in text
+    assert "runtime.collector_shards=2" in text and "runtime.compile" not in text
+    # the owner YAML's own async settings (pipelined shards) are not the user's: no warning
+    assert ignored([]) == ([], "")
+    # with the async runtime nothing is ignored
+    assert ignored(["runtime.mode=async", "runtime.policy_device=server"]) == ([], "")
+    assert ignored(["runtime.policy_device=server"], preset=None) == ([], "")

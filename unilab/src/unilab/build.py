@@ -22,13 +22,15 @@ import torch
 from pydantic import BaseModel
 
 from unilab import ddp, memory
-from unilab.config import ConfigError, UnknownKeyError, build_run_model, owner_config_files, resolve_config
+from unilab.config import (
+    ConfigError, UnknownKeyError, build_run_model, owner_config_files, parse_overrides, resolve_config,
+)
 from unilab.errors import UserError
 from unilab.plugins import ALGORITHMS, BACKENDS, TASKS, lookup
 from unilab.resume import apply_resume, find_resume_checkpoint, read_resume_checkpoint, resume_curricula
 from unilab_rl.device import is_auto, resolve_device, warn_cpu_learner
 from unilab_rl.learner import Learner
-from unilab_rl.runtime import RuntimeConfig
+from unilab_rl.runtime import ASYNC_ONLY, RuntimeConfig
 from unisim import CapabilityError
 
 log = logging.getLogger(__name__)
@@ -113,6 +115,26 @@ def algo_settings(algo_reg, cfg: BaseModel) -> tuple[Any, RuntimeConfig]:
             f"collectors share the free cores) or use runtime.num_collectors=1"
         )
     return algo_cfg, runtime
+
+
+def warn_ignored_runtime_keys(overrides: list[str], runtime: RuntimeConfig) -> list[str]:
+    """Warn (one line each) about the command line's ``runtime.<key>=...`` that this run ignores:
+    the asynchronous runtime's settings (:data:`unilab_rl.runtime.ASYNC_ONLY`) in a
+    ``runtime.mode=sync`` run, e.g. ``runtime.policy_device=server`` with ``--preset laptop``.
+    Keys set by owner YAMLs are not named: a preset switching to sync does not warn about the
+    settings it leaves unused.
+
+    Returns:
+        the keys warned about, dotted (``runtime.policy_device``), in the order given.
+    """
+    if runtime.mode != "sync":
+        return []
+    given = parse_overrides(overrides).get("runtime", {})
+    ignored = [f"runtime.{key}" for key in given if key in ASYNC_ONLY]
+    for key in ignored:
+        log.warning("%s=%s is a setting of the async runtime; this run is runtime.mode=sync, which "
+                    "ignores it (add runtime.mode=async to use it)", key, getattr(runtime, key.split(".", 1)[1]))
+    return ignored
 
 
 def check_schedule(algo_cfg: Any, max_iterations: int) -> None:

@@ -25,7 +25,10 @@ from pathlib import Path
 import torch
 
 from unilab import ddp, runs
-from unilab.build import RunPlan, algo_settings, build_env, build_learner, plan, prepare, seed_everything, thread_split
+from unilab.build import (
+    RunPlan, algo_settings, build_env, build_learner, plan, prepare, seed_everything, thread_split,
+    warn_ignored_runtime_keys,
+)
 from unilab.errors import RunFailed, UserError
 from unilab.interrupts import Interrupts, TrainingInterrupted
 from unilab.progress import make_progress
@@ -55,6 +58,7 @@ def train(
     """
     algo_reg, task_reg, backend_reg, cfg = prepare(algo, task, sim, overrides or [], preset)
     settings = algo_settings(algo_reg, cfg)  # every value checked before any process group or file exists
+    warn_ignored_runtime_keys(overrides or [], settings[1])
     try:  # joins the process group when this process is one of several ranks (torchrun)
         dctx = ddp.setup(cfg.training.devices, cfg.training.device, cfg.sim.cpu_ids)
     except ddp.DevicesError as exc:

@@ -19,6 +19,12 @@ POLICY_DEVICES: tuple[str, ...] = ("cpu", "learner", "server")
 """Values of :attr:`RuntimeConfig.policy_device`."""
 SHARD_STEPPINGS: tuple[str, ...] = ("threads", "pipeline")
 """Values of :attr:`RuntimeConfig.shard_stepping`."""
+ASYNC_ONLY: tuple[str, ...] = (
+    "block_steps", "num_blocks", "sync_weights_every", "num_collectors", "collector_shards",
+    "shard_stepping", "collector_threads", "policy_device", "learner_threads",
+)
+"""Fields of :class:`RuntimeConfig` that only the asynchronous runtime reads; ``mode="sync"``
+ignores them."""
 
 
 @dataclass
@@ -130,4 +136,4 @@ class RuntimeConfig:
             )
 
 
-__all__ = ["COMPILE_MODES", "POLICY_DEVICES", "SHARD_STEPPINGS", "CompileMode", "RuntimeConfig"]
+__all__ = ["ASYNC_ONLY", "COMPILE_MODES", "POLICY_DEVICES", "SHARD_STEPPINGS", "CompileMode", "RuntimeConfig"]
