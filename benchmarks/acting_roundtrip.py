@@ -15,15 +15,29 @@ Beside each round trip it prints the same ``gaussian`` call made directly in thi
 
     python benchmarks/acting_roundtrip.py --rows 256 --obs-dim 160 --iters 2000
 
-On the GPU machine add ``--device cuda`` (the server acts on a high-priority stream). Nothing else
-runs on the learner's side here: with a learner updating, the server thread also waits for the
-GIL between the learner's torch calls and, on CUDA, shares the GPU with the learner's kernels.
+On the GPU machine add ``--device cuda`` (the server acts on a high-priority stream).
+
+Two options bring the probe closer to training, where one server answers several shards while
+the learner updates in the same process:
+
+* ``--clients N``: N client processes at once, each on its own slot (2 collectors x 2 shards:
+  4), so requests queue on the one server thread;
+* ``--learner TASK:ALGO`` (e.g. ``g1_motion_tracking:sac``): the task's real exploration policy
+  (its owner YAML, ``--preset`` and ``--set KEY=VALUE`` overrides, e.g. ``runtime.compile=false``)
+  replaces ``sac``'s stand-in, and each row runs twice: with the learner idle, and with a thread
+  of this process calling ``update()`` on random replay and :meth:`ActingServer.publish` after
+  each one, as the async runner does. The busy row prints the learner's updates per second.
+  On the GPU machine, the two rows say how much of a shard's acting time in training is the
+  learner's doing (its GIL holds, its kernels, its snapshot copies) and how much is queueing::
+
+    python benchmarks/acting_roundtrip.py --device cuda --clients 4 --learner g1_motion_tracking:sac --set runtime.compile=false
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import threading
 import time
 import types
 
@@ -56,18 +70,59 @@ def sac_policy(obs_dim: int, num_actions: int) -> nn.Module:
     return ExplorationPolicy(Actor(obs_dim, -box, box, (512, 256, 128)), RunningMeanStd(obs_dim))
 
 
-def client(slots, iters: int, results) -> None:
-    """Spawned: ``iters`` requests on slot 0, each round trip in seconds, sent back on ``results``."""
+def client(slots, slot: int, iters: int, results) -> None:
+    """Spawned: ``iters`` requests on ``slot``, each round trip in seconds, sent back on ``results``."""
     torch.set_num_threads(1)
     obs = torch.randn(slots.rows, slots.obs.shape[-1])
     times = []
     with torch.inference_mode():
         for _ in range(iters):
             t0 = time.perf_counter()
-            answer = slots.request(0, obs, lambda: False)
+            answer = slots.request(slot, obs, lambda: False)
             answer[0].sum()  # read the answer, as the collector's noise draw does
             times.append(time.perf_counter() - t0)
     results.put(times)
+
+
+def task_learner(spec: str, device: torch.device, preset: str | None, overrides: list[str]):
+    """``TASK:ALGO`` -> (the task's agent on ``device`` with its replay filled with random rows,
+    its actor observation width, its number of actions). Built as ``unilab train`` builds it (owner YAML, ``preset``,
+    ``overrides``), the env closed again."""
+    from unilab.build import algo_settings, prepare, seed_everything
+
+    task, _, algo = spec.partition(":")
+    algo_reg, task_reg, backend_reg, cfg = prepare(algo, task, "mujoco", overrides, preset)
+    seed_everything(cfg.training.seed)
+    algo_cfg, runtime = algo_settings(algo_reg, cfg)
+    n = cfg.training.num_envs
+    env = task_reg.item.make_env(cfg.env, backend_cls=backend_reg.item, num_envs=n, nthread=1,
+                                 cpu_ids=None, robot=cfg.robot, seed=cfg.training.seed)
+    try:
+        agent = algo_reg.item.make_agent(env, algo_cfg, device=device, runtime=runtime,
+                                         max_iterations=cfg.training.max_iterations)
+        dims = dict(env.obs_dims)
+        low, high = env.action_low.cpu(), env.action_high.cpu()
+    finally:
+        env.close()
+    gen = torch.Generator().manual_seed(0)
+    obs = {g: torch.randn(n, d, generator=gen) for g, d in dims.items()}
+    for _ in range(max(algo_cfg.learning_starts, 1)):
+        nxt = {g: torch.randn(n, d, generator=gen) for g, d in dims.items()}
+        actions = low + (high - low) * torch.rand(n, low.numel(), generator=gen)
+        agent.store(obs, actions, torch.randn(n, generator=gen), torch.rand(n, generator=gen) < 0.01, nxt,
+                    torch.zeros(n, dtype=torch.bool))
+        obs = nxt
+    agent.update()  # the first update (compile, graph capture) before any timing
+    return agent, dims["actor"], low.numel()
+
+
+def keep_updating(agent, server, stop: threading.Event, counts: list[int]) -> None:
+    """Thread: ``agent.update()`` then ``server.publish()`` until ``stop``, as the async runner's
+    learner does between blocks; ``counts[0]`` counts the updates."""
+    while not stop.is_set():
+        agent.update()
+        server.publish()
+        counts[0] += 1
 
 
 def stats(times: list[float]) -> dict[str, float]:
@@ -79,36 +134,64 @@ def stats(times: list[float]) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=256)
-    parser.add_argument("--obs-dim", type=int, default=160)
+    parser.add_argument("--obs-dim", type=int, default=160, help="without --learner")
     parser.add_argument("--actions", type=int, default=29)
-    parser.add_argument("--iters", type=int, default=2000)
+    parser.add_argument("--iters", type=int, default=2000, help="requests per client")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=1, help="torch threads of this (the learner's) process")
+    parser.add_argument("--clients", type=int, default=1, help="client processes at once, one slot each")
+    parser.add_argument("--learner", default="", help="TASK:ALGO: act with that learner's policy, idle and updating")
+    parser.add_argument("--preset", default="", help="with --learner: its owner preset")
+    parser.add_argument("--set", action="append", default=[], help="with --learner: KEY=VALUE override (repeatable)")
     args = parser.parse_args()
     from unilab_rl.async_runtime import ActingServer, ActingSlots
 
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
+    if device.type == "cuda":
+        torch.set_float32_matmul_precision("high")
     ctx = mp.get_context("spawn")
-    for name, policy in (("null", NullPolicy(args.actions)), ("sac", sac_policy(args.obs_dim, args.actions))):
-        policy = policy.to(device)
-        learner = types.SimpleNamespace(device=device, exploration_policy=lambda policy=policy: policy)
-        slots = ActingSlots(1, args.rows, args.obs_dim, args.actions, ctx)
+    if args.learner:
+        agent, obs_dim, num_actions = task_learner(args.learner, device, args.preset or None, args.set)
+        rows = [("learner", agent, False), ("learner", agent, True)]
+    else:
+        obs_dim, num_actions = args.obs_dim, args.actions
+        rows = [("null", None, False), ("sac", None, False)]
+    for name, agent, busy in rows:
+        if agent is None:
+            policy = (NullPolicy(num_actions) if name == "null" else sac_policy(obs_dim, num_actions)).to(device)
+            learner = types.SimpleNamespace(device=device, exploration_policy=lambda policy=policy: policy)
+        else:
+            learner = agent
+        slots = ActingSlots(args.clients, args.rows, obs_dim, num_actions, ctx)
         server = ActingServer(learner, slots)
         results = ctx.Queue()
-        proc = ctx.Process(target=client, args=(slots, args.iters, results), daemon=True)
-        proc.start()
+        procs = [ctx.Process(target=client, args=(slots, i, args.iters, results), daemon=True)
+                 for i in range(args.clients)]
+        for proc in procs:
+            proc.start()
         if device.type == "cuda":
             slots.pin()
         server.start()
+        stop, counts, updater = threading.Event(), [0], None
+        if busy:
+            updater = threading.Thread(target=keep_updating, args=(agent, server, stop, counts), daemon=True)
+        t_start = time.perf_counter()
+        if updater is not None:
+            updater.start()
         try:
-            times = results.get(timeout=600)
+            times = [t for _ in procs for t in results.get(timeout=600)]
         finally:
-            proc.join(30)
+            elapsed = time.perf_counter() - t_start
+            stop.set()
+            if updater is not None:
+                updater.join(60)
+            for proc in procs:
+                proc.join(30)
             problems = server.stop()
             slots.unpin()
         server.raise_if_failed()
-        obs = torch.randn(args.rows, args.obs_dim, device=device)
+        obs = torch.randn(args.rows, obs_dim, device=device)
 
         def direct() -> None:
             with torch.inference_mode():
@@ -121,9 +204,11 @@ def main() -> None:
             direct()
             direct_times.append(time.perf_counter() - t0)
         rt, dt = stats(times), stats(direct_times)
-        print(f"{name:5s} rows {args.rows} on {device}: round trip median {rt['median_ms']:.3f} ms "
-              f"(p90 {rt['p90_ms']:.3f}); direct gaussian {dt['median_ms']:.3f} ms (p90 {dt['p90_ms']:.3f}); "
-              f"serving costs {rt['median_ms'] - dt['median_ms']:.3f} ms; calls {server.calls}"
+        label = name + (" (updating)" if busy else " (idle)" if agent is not None else "")
+        print(f"{label:18s} rows {args.rows} x {args.clients} clients on {device}: round trip median "
+              f"{rt['median_ms']:.3f} ms (p90 {rt['p90_ms']:.3f}); direct gaussian {dt['median_ms']:.3f} ms "
+              f"(p90 {dt['p90_ms']:.3f}); serving costs {rt['median_ms'] - dt['median_ms']:.3f} ms; "
+              f"calls {server.calls}" + (f"; learner {counts[0] / elapsed:.1f} updates/s" if busy else "")
               + (f"; {problems}" if problems else ""), flush=True)
 
 
