@@ -28,7 +28,11 @@ the learner updates in the same process:
   of this process calling ``update()`` on random replay and :meth:`ActingServer.publish` after
   each one, as the async runner does. The busy row prints the learner's updates per second.
   On the GPU machine, the two rows say how much of a shard's acting time in training is the
-  learner's doing (its GIL holds, its kernels, its snapshot copies) and how much is queueing::
+  learner's doing (its GIL holds, its kernels, its snapshot copies) and how much is queueing.
+
+On CUDA every row runs with the server's CUDA graph off, then on (``ActingServer(cuda_graph=)``;
+the graph is captured after the first eager calls, which the medians' warm-up tenth leaves out
+at ``--iters`` of 100 or more)::
 
     python benchmarks/acting_roundtrip.py --device cuda --clients 4 --learner g1_motion_tracking:sac --set runtime.compile=false
 """
@@ -151,20 +155,21 @@ def main() -> None:
     if device.type == "cuda":
         torch.set_float32_matmul_precision("high")
     ctx = mp.get_context("spawn")
+    graphs = (False, True) if device.type == "cuda" else (False,)  # the server's CUDA graph off, then on
     if args.learner:
         agent, obs_dim, num_actions = task_learner(args.learner, device, args.preset or None, args.set)
-        rows = [("learner", agent, False), ("learner", agent, True)]
+        rows = [("learner", agent, busy, graph) for graph in graphs for busy in (False, True)]
     else:
         obs_dim, num_actions = args.obs_dim, args.actions
-        rows = [("null", None, False), ("sac", None, False)]
-    for name, agent, busy in rows:
+        rows = [(name, None, False, graph) for graph in graphs for name in ("null", "sac")]
+    for name, agent, busy, graph in rows:
         if agent is None:
             policy = (NullPolicy(num_actions) if name == "null" else sac_policy(obs_dim, num_actions)).to(device)
             learner = types.SimpleNamespace(device=device, exploration_policy=lambda policy=policy: policy)
         else:
             learner = agent
         slots = ActingSlots(args.clients, args.rows, obs_dim, num_actions, ctx)
-        server = ActingServer(learner, slots)
+        server = ActingServer(learner, slots, cuda_graph=graph)
         results = ctx.Queue()
         procs = [ctx.Process(target=client, args=(slots, i, args.iters, results), daemon=True)
                  for i in range(args.clients)]
@@ -204,11 +209,12 @@ def main() -> None:
             direct()
             direct_times.append(time.perf_counter() - t0)
         rt, dt = stats(times), stats(direct_times)
-        label = name + (" (updating)" if busy else " (idle)" if agent is not None else "")
-        print(f"{label:18s} rows {args.rows} x {args.clients} clients on {device}: round trip median "
+        label = name + (" (updating)" if busy else " (idle)" if agent is not None else "") + (", graph" if graph else "")
+        print(f"{label:25s} rows {args.rows} x {args.clients} clients on {device}: round trip median "
               f"{rt['median_ms']:.3f} ms (p90 {rt['p90_ms']:.3f}); direct gaussian {dt['median_ms']:.3f} ms "
               f"(p90 {dt['p90_ms']:.3f}); serving costs {rt['median_ms'] - dt['median_ms']:.3f} ms; "
               f"calls {server.calls}" + (f"; learner {counts[0] / elapsed:.1f} updates/s" if busy else "")
+              + ("" if server.graphed == graph else f"; graph capture failed: {server.graph_error}")
               + (f"; {problems}" if problems else ""), flush=True)
 
 

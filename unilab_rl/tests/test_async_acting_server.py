@@ -20,6 +20,7 @@ import torch
 from unilab_rl import SAC, AsyncOffPolicyRunner, CollectorDied, FlashSAC, FlashSACConfig, RuntimeConfig, SACConfig
 from unilab_rl.algorithms.sac.networks import ExplorationPolicy as SACExplorationPolicy
 from unilab_rl.async_runtime import ActingServer, ActingServerDied, ActingSlots, collector_policy_device
+from unilab_rl.async_runtime.acting_server import GRAPH_AFTER
 from unilab_rl.testing import PointEnv, live_children, make_learner
 
 # Spawned collectors need a picklable, module-level env factory.
@@ -229,3 +230,56 @@ def test_server_values_are_checked_and_recorded(make_env, make_sac) -> None:
     with pytest.raises(ValueError, match=r"runtime.policy_device=server needs .*Unsplit lacks gaussian, explore_from: "
                                          r"use runtime.policy_device=learner or cpu"):
         AsyncOffPolicyRunner(make_point_env, sac)
+
+
+def test_on_the_cpu_the_server_never_captures_a_graph(make_sac) -> None:
+    learner = _learner("sac", make_sac)
+    slots = ActingSlots(1, 8, 1, 1, torch.multiprocessing.get_context("spawn"))
+    server = ActingServer(learner, slots)
+    server.start()
+    try:
+        for _ in range(GRAPH_AFTER + 2):
+            _ask(slots, 0, torch.randn(8, 1))
+        assert not server.graphed and server.graph_error is None
+    finally:
+        assert server.stop() == []
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the server's CUDA graph needs a GPU")
+@pytest.mark.parametrize("algo", ["sac", "flashsac"])
+def test_on_cuda_the_server_replays_its_graph_with_the_last_published_weights(algo) -> None:
+    env = make_point_env()
+    if algo == "sac":
+        learner = make_learner(SAC, SACConfig, env, device="cuda", learning_starts=2, block_steps=3, num_blocks=2,
+                               batch_size=32, buffer_size_per_env=64, actor_hidden=(32, 32), critic_hidden=(32, 32))
+    else:
+        learner = make_learner(FlashSAC, FlashSACConfig, env, **(FLASHSAC_SMALL | {"device": "cuda"}))
+    with torch.no_grad():
+        for p in learner.actor.parameters():
+            p.normal_(0.0, 0.5)
+    slots = ActingSlots(2, 8, 1, 1, torch.multiprocessing.get_context("spawn"))
+    slots.pin()
+    server = ActingServer(learner, slots)
+    server.start()
+    try:
+        def expected(obs):  # the live policy on the GPU, eager
+            with torch.inference_mode():
+                return tuple(t.cpu() for t in learner.exploration_policy().gaussian(obs.cuda()))
+
+        obs = [torch.randn(8, 1) * 2 for _ in range(GRAPH_AFTER + 3)]
+        for i, o in enumerate(obs):
+            torch.testing.assert_close(_ask(slots, i % 2, o), expected(o))
+        assert server.graphed, server.graph_error
+        # new weights reach the graph only when published
+        before = _ask(slots, 0, obs[0])
+        with torch.no_grad():
+            for p in learner.actor.parameters():
+                p.add_(0.25)
+        torch.testing.assert_close(_ask(slots, 1, obs[0]), before, rtol=0, atol=0)
+        server.publish()
+        torch.testing.assert_close(_ask(slots, 0, obs[0]), expected(obs[0]))
+        assert not torch.equal(_ask(slots, 1, obs[0])[0], before[0])
+    finally:
+        assert server.stop() == []
+        slots.unpin()
+    server.raise_if_failed()

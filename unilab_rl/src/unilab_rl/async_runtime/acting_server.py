@@ -38,6 +38,16 @@ Capture. The acting call holds :data:`~unilab_rl.learner.GRAPH_CAPTURE_LOCK`, wh
 holds while it captures an update as a CUDA graph: during a global-mode capture another thread's
 synchronizing call or ``cudaMalloc`` would invalidate it.
 
+The server's own CUDA graph. On CUDA, after :data:`GRAPH_AFTER` eager calls (the warm-up a
+capture needs), the server captures ``gaussian`` on a static (rows, obs_dim) input as a CUDA graph
+(PyTorch, "CUDA Graphs"; ``capture_error_mode="thread_local"``, so the learner thread's own CUDA
+calls meanwhile do not invalidate it) and from then on replays it: one launch per acting call
+instead of one per layer, each of which would otherwise queue behind the learner's kernels and
+take the GIL for its Python work. The graph reads the snapshot's tensors, which :meth:`publish`
+refreshes in place, so it always acts with the last published weights. Every slot has the same
+rows, so one graph serves them all. A capture that fails leaves the server eager (the error in
+:attr:`ActingServer.graph_error`, one warning).
+
 Failure. An error in the server thread is kept and raised in the learner's thread as
 :class:`ActingServerDied` (by :meth:`ActingServer.raise_if_failed`, which the collector pool
 calls while it waits for blocks); the runner then stops the collectors as for any failure. A
@@ -48,6 +58,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import logging
 import threading
 import traceback
 
@@ -55,6 +66,12 @@ import torch
 
 from unilab_rl.async_runtime.transport import POLL_S, ActingSlots, CollectorDied
 from unilab_rl.learner import GRAPH_CAPTURE_LOCK, Learner
+
+log = logging.getLogger(__name__)
+
+GRAPH_AFTER = 3
+"""Eager acting calls on CUDA before the server captures its graph (cuBLAS handles and
+workspaces exist by then, made outside the capture)."""
 
 SPLIT = ("gaussian", "explore_from")
 """The methods an exploration policy needs for the server (:meth:`unilab_rl.learner.Learner.exploration_policy`)."""
@@ -85,10 +102,14 @@ class ActingServer:
         learner: the learner; its ``exploration_policy()`` is snapshotted at construction (on
             its device) and refreshed by :meth:`publish`.
         slots: the request slots the collectors write into.
+        cuda_graph: on CUDA, replay the acting call as a CUDA graph after :data:`GRAPH_AFTER`
+            eager calls (ignored on other devices).
 
     Attributes:
         device: the learner's device, where the server acts.
         calls: acting calls answered; ``snapshots``: weight copies taken by :meth:`publish`.
+        graphed: whether acting calls now replay the server's CUDA graph.
+        graph_error: why the capture failed (the server then stays eager), or None.
         error: the exception that ended the server thread, or None.
 
     Raises:
@@ -96,7 +117,7 @@ class ActingServer:
             (:func:`check_server_policy`).
     """
 
-    def __init__(self, learner: Learner, slots: ActingSlots) -> None:
+    def __init__(self, learner: Learner, slots: ActingSlots, cuda_graph: bool = True) -> None:
         live = learner.exploration_policy()
         check_server_policy(live)
         self.slots = slots
@@ -117,6 +138,12 @@ class ActingServer:
             self._copied.record(torch.cuda.current_stream(self.device))
         self.calls = 0
         self.snapshots = 0
+        self._graph_wanted = self.cuda and cuda_graph
+        self._graph: torch.cuda.CUDAGraph | None = None
+        self._static_obs: torch.Tensor | None = None  # the graph's input, (rows, obs_dim)
+        self._static_out: tuple[torch.Tensor, torch.Tensor] | None = None  # its output
+        self.graphed = False
+        self.graph_error: str | None = None
         self.error: BaseException | None = None
         self._report = ""
         self._stopping = threading.Event()
@@ -199,7 +226,15 @@ class ActingServer:
                     self.stream.wait_event(self._copied)
                 # CUDA: asynchronous copies on the server stream (the slots are page-locked), done
                 # by the synchronize below; other devices copy synchronously.
-                mean, log_std = self.policy.gaussian(slots.obs_of[slot].to(self.device, non_blocking=self.cuda))
+                obs = slots.obs_of[slot]
+                if self._graph_wanted and self._graph is None and self.calls >= GRAPH_AFTER:
+                    self._capture(obs.shape)
+                if self._graph is not None:
+                    self._static_obs.copy_(obs, non_blocking=True)
+                    self._graph.replay()
+                    mean, log_std = self._static_out
+                else:
+                    mean, log_std = self.policy.gaussian(obs.to(self.device, non_blocking=self.cuda))
                 out_mean, out_log_std = slots.out_of[slot]
                 out_mean.copy_(mean, non_blocking=self.cuda)
                 out_log_std.copy_(log_std, non_blocking=self.cuda)
@@ -211,4 +246,21 @@ class ActingServer:
         slots.answer(slot)
 
 
-__all__ = ["SPLIT", "ActingServer", "ActingServerDied", "check_server_policy"]
+    def _capture(self, shape: torch.Size) -> None:
+        """Capture ``policy.gaussian`` on a static input of ``shape`` on the server stream. Server
+        thread, holding the capture lock and the weights lock. A failure is kept in
+        :attr:`graph_error` and leaves acting eager."""
+        try:
+            static = torch.zeros(shape, device=self.device)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, stream=self.stream, capture_error_mode="thread_local"):
+                out = self.policy.gaussian(static)
+            self._graph, self._static_obs, self._static_out = graph, static, out
+            self.graphed = True
+        except Exception as exc:  # noqa: BLE001 - acting goes on eagerly
+            self._graph_wanted = False
+            self.graph_error = f"{type(exc).__name__}: {exc}"
+            log.warning("acting server: CUDA graph capture failed (%s); acting stays eager", self.graph_error)
+
+
+__all__ = ["GRAPH_AFTER", "SPLIT", "ActingServer", "ActingServerDied", "check_server_policy"]

@@ -40,8 +40,8 @@ class AsyncOffPolicyRunner(RunnerBase):
         transfer: counters: ``blocks``, ``bytes_to_learner``, ``weight_broadcasts``,
             ``weight_bytes``, ``weight_pulls``, ``pinned`` (1 when the block ring is page-locked
             for CUDA copies), and with ``runtime.policy_device=server`` ``acting_calls`` (requests
-            the acting server answered) and ``weight_snapshots`` (copies of the live weights it
-            acted with).
+            the acting server answered), ``weight_snapshots`` (copies of the live weights it
+            acted with) and ``acting_graph`` (1 when its calls replayed its CUDA graph).
         policy_device: where the exploration policy runs
             (:func:`~unilab_rl.async_runtime.collector_policy_device`: ``"cpu"``, the learner's
             device, or ``"server:<device>"``).
@@ -96,7 +96,7 @@ class AsyncOffPolicyRunner(RunnerBase):
         self.transfer = {"blocks": 0, "bytes_to_learner": 0, "weight_broadcasts": 0, "weight_bytes": 0,
                          "weight_pulls": 0, "pinned": 0}
         if self.serving:
-            self.transfer |= {"acting_calls": 0, "weight_snapshots": 0}
+            self.transfer |= {"acting_calls": 0, "weight_snapshots": 0, "acting_graph": 0}
         self.summary = LearnSummary(runtime="async", policy_device=self.policy_device)
         self.pool: CollectorPool | None = None
         self.server: ActingServer | None = None
@@ -172,6 +172,7 @@ class AsyncOffPolicyRunner(RunnerBase):
             s.cleanup_errors.extend(server.stop())
             server.slots.unpin()
             self.transfer["acting_calls"], self.transfer["weight_snapshots"] = server.calls, server.snapshots
+            self.transfer["acting_graph"] = int(server.graphed)
         if blocks is not None:
             blocks.unpin()
         s.collector_exitcode, s.collector_exitcodes = pool.exitcode, list(pool.exitcodes)
