@@ -256,15 +256,18 @@ def test_an_untrained_policy_records_falls_and_the_summary_keeps_the_record(walk
 
 def test_the_onnx_policy_gives_the_checkpoints_result(walk_run, tmp_path):
     suite = walking(settle_s=0.0, measure_s=0.5)  # short enough that the untrained rows are still up
+    # policy_best.onnx: the evaluation of the final policy (iteration 2) during training wrote it
+    files = ("model_last.pt", "policy.onnx", "policy_best.onnx")
     by_file = {f: short_eval(walk_run, f, ["stand", "yaw+0.5"], suite=suite, json_path=tmp_path / f"{f}.json")
-               for f in ("model_last.pt", "policy.onnx")}
-    a, b = (by_file[f].result.cases for f in ("model_last.pt", "policy.onnx"))
-    assert by_file["policy.onnx"].record["policy"]["kind"] == "onnx"
-    for x, y in zip(a, b):
-        assert (x["falls"], x["samples"], x["passed"]) == (y["falls"], y["samples"], y["passed"])
-        assert x["samples"] > 0
-        for axis in ("vx", "vy", "yaw_rate"):
-            assert x[axis]["mean"] == pytest.approx(y[axis]["mean"], abs=1e-3)
+               for f in files}
+    a = by_file["model_last.pt"].result.cases
+    for f in files[1:]:
+        assert by_file[f].record["policy"]["kind"] == "onnx" and by_file[f].record["policy"]["iteration"] == 2
+        for x, y in zip(a, by_file[f].result.cases):
+            assert (x["falls"], x["samples"], x["passed"]) == (y["falls"], y["samples"], y["passed"])
+            assert x["samples"] > 0
+            for axis in ("vx", "vy", "yaw_rate"):
+                assert x[axis]["mean"] == pytest.approx(y[axis]["mean"], abs=1e-3)
 
 
 def test_policy_onnx_alone_is_enough(walk_run, tmp_path):
@@ -523,9 +526,51 @@ def test_training_evaluator_runs_snapshots_in_the_background_and_ends_its_proces
     assert [h["iteration"] for h in history] == [2, 5] and [h["env_steps"] for h in history] == [4, 10]
     assert all(h["headline"] == 0.0 and not h["passed"] for h in history)  # the untrained policy falls
     assert recorded["time_to_eval_pass"] is None and recorded["eval_during_training"]["error"] is None
+    # both snapshots score 0: of equals the later is kept as the best policy, with its selection
+    assert recorded["eval_during_training"]["best"] == {"file": "policy_best.onnx", "suite": "walking",
+                                                        "iteration": 5, "headline": 0.0, "passed": False}
+    from unilab.deploy.export import read_metadata
+
+    meta = read_metadata(walk_run / "policy_best.onnx")
+    assert meta["source"]["iteration"] == 5 and meta["source"]["task"] == "g1_walk_flat"
+    assert meta["selection"]["iteration"] == 5 and meta["selection"]["suite"] == "walking"
     last = recorded["eval_during_training"]["last"]
     assert [c["name"] for c in last["cases"]] == ["stand"] and last["cases"][0]["falls"] == 1
     assert ("Eval/headline", 0.0, 2) in writer.scalars and ("Eval/stand/passed", 0.0, 5) in writer.scalars
+
+
+def test_the_best_policy_is_a_pass_first_then_the_headline_and_of_equals_the_later(walk_run, tmp_path):
+    """Each snapshot that evaluates at least as well as every one before it replaces
+    policy_best.onnx (the later of equals); a worse one leaves the file as it is."""
+    import shutil
+
+    from unilab.deploy.export import read_metadata
+    from unilab.deploy.loading import load_run, make_env, make_policy
+    from unilab.eval.training import BEST_POLICY, BestPolicy
+
+    run = tmp_path / "run"
+    shutil.copytree(walk_run, run)
+    (run / BEST_POLICY).unlink()
+    loaded = load_run(str(run))
+    env = make_env(loaded, 1)
+    try:
+        policy, group = make_policy(loaded, env)
+    finally:
+        env.close()
+    best, kept = BestPolicy(run, group), []
+    for iteration, passed, headline in ((10, False, 0.4), (20, False, 0.8), (30, False, 0.6), (40, True, 0.9),
+                                        (50, False, 1.0), (60, True, 0.9), (70, True, 0.8)):
+        entry = best.offer(policy, iteration, {"suite": "walking", "headline": headline, "passed": passed})
+        if entry is not None:
+            assert entry == {"file": BEST_POLICY, "suite": "walking", "iteration": iteration, "headline": headline,
+                             "passed": passed}
+            kept.append(iteration)
+        meta = read_metadata(run / BEST_POLICY)
+        assert meta["selection"]["iteration"] == kept[-1] and meta["source"]["iteration"] == kept[-1]
+    assert kept == [10, 20, 40, 60]  # 30 scores below 20, 50 does not pass, 70 scores below 60
+    # the metadata is the export's (play settings), not the suite's
+    exported = read_metadata(run / "policy.onnx")
+    assert meta["commands"] == exported["commands"] and meta["observation"] == exported["observation"]
 
 
 def test_time_to_eval_pass_is_the_first_passing_snapshot(tmp_path):

@@ -72,7 +72,8 @@ def test_short_training_run_writes_a_complete_run_directory(tmp_path):
 def test_a_completed_run_evaluates_its_final_policy(finished_walk_run, tmp_path):
     """With evaluation during training on (the owner settings' training.eval_interval=250), a run
     that completes evaluates its final policy with the task's suite in a background process, even
-    before the first interval: run_summary.json and TensorBoard record that evaluation."""
+    before the first interval: run_summary.json and TensorBoard record that evaluation, and the
+    snapshot is kept as policy_best.onnx."""
     from unilab.plots import read_scalars
 
     run = finished_walk_run(tmp_path)  # 2 iterations
@@ -86,6 +87,10 @@ def test_a_completed_run_evaluates_its_final_policy(finished_walk_run, tmp_path)
     assert last["suite"] == "walking" and last["policy"]["kind"] == "training" and last["policy"]["iteration"] == 2
     assert len(last["cases"]) == 15 and last["headline"] == entry["headline"]
     assert [(step, value) for step, _, value in read_scalars(run)["Eval/headline"]] == [(2, entry["headline"])]
+    # the one evaluated snapshot is the best so far: exported as policy_best.onnx
+    assert during["best"] == {"file": "policy_best.onnx", "suite": "walking", "iteration": 2,
+                              "headline": entry["headline"], "passed": entry["passed"]}
+    assert during["best_error"] is None and (run / "policy_best.onnx").is_file()
 
 
 def test_progress_lines_when_stdout_is_not_a_terminal():

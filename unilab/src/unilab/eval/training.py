@@ -13,6 +13,14 @@ due while the previous one is still being evaluated is skipped (counted in ``ski
 ``time_to_eval_pass``: the first snapshot whose suite passes (walking: every case; tracking: the
 task's bar), with its iteration, env steps and wall-clock seconds since training started.
 
+The best snapshot is kept as an exported policy: whenever a snapshot evaluates at least as well
+as every one before it (a pass first, then the suite's headline; of equals, the later), the
+worker writes it as ``policy_best.onnx`` (:data:`BEST_POLICY`) in the run directory, with the
+metadata ``unilab export`` writes (play settings) plus ``selection`` (suite, iteration,
+headline, passed), and ``eval_during_training.best`` names it. So a run whose final policy slips
+below a pass it held still leaves the passing policy: ``unilab eval RUN --checkpoint
+policy_best.onnx``.
+
 Any training loop can drive it::
 
     evaluator = TrainingEvaluator.for_run(cfg, task_reg, run_dir, steps_per_iteration, writer, summary.update)
@@ -40,6 +48,9 @@ from typing import Any, Callable
 from unilab_rl.runner import RunnerHooks
 
 log = logging.getLogger(__name__)
+
+BEST_POLICY = "policy_best.onnx"
+"""The file in the run directory that holds the best-evaluated snapshot (module docstring)."""
 
 FINAL_WAIT_S = 120.0
 """Longest wait for the final policy's evaluation when training ends (then the worker is ended)."""
@@ -94,6 +105,8 @@ class TrainingEvaluator:
         self.skipped = 0
         self.error: str | None = None
         self.last_record: dict[str, Any] | None = None
+        self.best: dict[str, Any] | None = None  # the snapshot in BEST_POLICY
+        self.best_error: str | None = None  # why BEST_POLICY could not be written (first failure)
         self._proc = None
         self._requests = self._results = None
         self._pending: dict[str, Any] | None = None  # the snapshot being evaluated
@@ -189,6 +202,11 @@ class TrainingEvaluator:
                  "wall_time_s": pending["wall_time_s"], "headline": record["headline"],
                  "passed": record["passed"], "eval_s": record["wall_time_s"]}
         self.history.append(entry)
+        if "best" in msg:
+            self.best = msg["best"]
+        if "best_error" in msg and self.best_error is None:
+            self.best_error = msg["best_error"]
+            log.warning("evaluation during training: %s not written: %s", BEST_POLICY, self.best_error.splitlines()[0])
         if self.writer is not None:
             walltime = time.time() - (time.monotonic() - self.t0) + pending["wall_time_s"]
             for tag, value in headline_metrics(record).items():
@@ -219,6 +237,8 @@ class TrainingEvaluator:
             "error": self.error,
             "history": self.history,
             "last": self.last_record,
+            "best": self.best,
+            "best_error": self.best_error,
         }
 
     def _write(self) -> None:
@@ -311,6 +331,7 @@ def _worker(run_dir: str, suite: str | None, cases: list[str] | None, num_envs: 
     except BaseException as exc:  # noqa: BLE001 - reported to the trainer, which records it
         results.put({"error": f"{type(exc).__name__}: {exc}"})
         return
+    best = BestPolicy(Path(run_dir), group)
     try:
         while True:
             try:
@@ -333,14 +354,94 @@ def _worker(run_dir: str, suite: str | None, cases: list[str] | None, num_envs: 
                     wall_time_s=time.perf_counter() - t0,
                     robot=robot_settings(getattr(session.loaded.cfg, "robot", None)),
                 )  # fmt: skip
-                results.put({"record": record})
+                msg: dict[str, Any] = {"record": record}
+                try:
+                    entry = best.offer(policy, iteration, record)
+                    if entry is not None:
+                        msg["best"] = entry
+                except Exception as exc:  # noqa: BLE001 - the evaluation itself stands; reported
+                    msg["best_error"] = f"{type(exc).__name__}: {exc}"
+                results.put(msg)
             except Exception as exc:  # noqa: BLE001 - reported to the trainer
                 results.put({"error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"})
     finally:
         session.close()
 
 
-__all__ = ["FINAL_WAIT_S", "TrainingEvaluator"]
+class BestPolicy:
+    """``policy_best.onnx`` of a run (:data:`BEST_POLICY`): the best-evaluated snapshot so far.
+
+    A snapshot replaces the file when it evaluates at least as well as every snapshot before it:
+    a pass beats no pass, then the higher headline, and of equals the later (more training).
+
+    Args:
+        run_dir: the run directory (its ``run_config.json`` gives the export metadata).
+        group: the policy's observation group.
+    """
+
+    def __init__(self, run_dir: Path, group: str) -> None:
+        self.path = Path(run_dir) / BEST_POLICY
+        self.group = group
+        self.key: tuple[bool, float] | None = None  # (passed, headline) of the snapshot in the file
+        self._metadata: dict[str, Any] | None = None  # the run's export metadata, made once
+
+    def offer(self, policy, iteration: int, record: dict[str, Any]) -> dict[str, Any] | None:
+        """Write ``policy`` (the CPU snapshot of ``iteration``, evaluated as ``record``) when it is
+        the best so far.
+
+        Returns:
+            what ``eval_during_training.best`` records (``file``, ``suite``, ``iteration``,
+            ``headline``, ``passed``), or None when the file keeps an earlier, better snapshot.
+
+        Raises:
+            unilab.deploy.export.ExportError: the export or the ONNX checker failed (the file
+                keeps the previous best).
+        """
+        key = (bool(record["passed"]), float(record["headline"]))
+        if self.key is not None and key < self.key:
+            return None
+        if self._metadata is None:
+            self._metadata = _export_metadata(self.path.parent, self.group)
+        entry = _write_best(policy, self._metadata, iteration, record, self.path)
+        self.key = key
+        return entry
+
+
+def _export_metadata(run_dir: Path, group: str) -> dict[str, Any]:
+    """The metadata ``unilab export`` writes for this run's policies: built from an env of the
+    run's config with the play settings (not the suite's), one row, closed again."""
+    from unilab.deploy.export import policy_metadata
+    from unilab.deploy.loading import make_env, run_config
+
+    loaded = run_config(run_dir, (), checkpoint=run_dir / "run_config.json", play=True)
+    env = make_env(loaded, 1)
+    try:
+        return policy_metadata(loaded, env, group)
+    finally:
+        env.close()
+
+
+def _write_best(policy, metadata: dict[str, Any], iteration: int, record: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Export ``policy`` (the snapshot of ``iteration``, evaluated as ``record``) to ``path``;
+    return what ``eval_during_training.best`` records.
+
+    Raises:
+        unilab.deploy.export.ExportError: the export or the ONNX checker failed.
+    """
+    import copy
+
+    from unilab.deploy.export import export_onnx
+
+    selection = {"by": "evaluation during training", "suite": record["suite"], "iteration": iteration,
+                 "headline": record["headline"], "passed": record["passed"]}
+    meta = copy.deepcopy(metadata)
+    meta["source"].update(iteration=iteration, checkpoint=None)
+    meta["selection"] = selection
+    export_onnx(policy, int(meta["observation"]["dim"]), path, meta)
+    return {"file": path.name, **{k: v for k, v in selection.items() if k != "by"}}
+
+
+__all__ = ["BEST_POLICY", "FINAL_WAIT_S", "BestPolicy", "TrainingEvaluator"]
 
 
 class EvalHooks(RunnerHooks):
