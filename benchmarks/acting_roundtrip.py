@@ -89,35 +89,15 @@ def client(slots, slot: int, iters: int, results) -> None:
 
 
 def task_learner(spec: str, device: torch.device, preset: str | None, overrides: list[str]):
-    """``TASK:ALGO`` -> (the task's agent on ``device`` with its replay filled with random rows,
-    its actor observation width, its number of actions). Built as ``unilab train`` builds it (owner YAML, ``preset``,
-    ``overrides``), the env closed again."""
-    from unilab.build import algo_settings, prepare, seed_everything
+    """``TASK:ALGO`` -> (the task's agent on ``device`` with its replay filled with random rows
+    (:func:`update_speed.filled_agent`), its actor observation width, its number of actions),
+    after its first update (compile, graph capture)."""
+    from update_speed import filled_agent  # benchmarks/, this script's folder
 
     task, _, algo = spec.partition(":")
-    algo_reg, task_reg, backend_reg, cfg = prepare(algo, task, "mujoco", overrides, preset)
-    seed_everything(cfg.training.seed)
-    algo_cfg, runtime = algo_settings(algo_reg, cfg)
-    n = cfg.training.num_envs
-    env = task_reg.item.make_env(cfg.env, backend_cls=backend_reg.item, num_envs=n, nthread=1,
-                                 cpu_ids=None, robot=cfg.robot, seed=cfg.training.seed)
-    try:
-        agent = algo_reg.item.make_agent(env, algo_cfg, device=device, runtime=runtime,
-                                         max_iterations=cfg.training.max_iterations)
-        dims = dict(env.obs_dims)
-        low, high = env.action_low.cpu(), env.action_high.cpu()
-    finally:
-        env.close()
-    gen = torch.Generator().manual_seed(0)
-    obs = {g: torch.randn(n, d, generator=gen) for g, d in dims.items()}
-    for _ in range(max(algo_cfg.learning_starts, 1)):
-        nxt = {g: torch.randn(n, d, generator=gen) for g, d in dims.items()}
-        actions = low + (high - low) * torch.rand(n, low.numel(), generator=gen)
-        agent.store(obs, actions, torch.randn(n, generator=gen), torch.rand(n, generator=gen) < 0.01, nxt,
-                    torch.zeros(n, dtype=torch.bool))
-        obs = nxt
-    agent.update()  # the first update (compile, graph capture) before any timing
-    return agent, dims["actor"], low.numel()
+    agent, _, _, _, obs_dims, num_actions = filled_agent(algo, task, preset, overrides, str(device))
+    agent.update()
+    return agent, obs_dims["actor"], num_actions
 
 
 def keep_updating(agent, server, stop: threading.Event, counts: list[int]) -> None:

@@ -50,18 +50,24 @@ import time
 MODES = ("eager", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
-def one(args: argparse.Namespace, algo: str, mode: str) -> dict:
-    """Build, fill and time one agent; returns the row (see the module docstring)."""
+def filled_agent(algo: str, task: str, preset: str | None, overrides: list[str], device_name: str):
+    """The agent ``unilab train --algo ALGO --task TASK`` would build (owner YAML, ``preset``,
+    ``overrides``) on ``device_name``, its replay filled with ``learning_starts`` iterations of
+    random rows (N(0, 1) observations, uniform actions in the env's box), the env closed again.
+
+    Returns:
+        ``(agent, algo_cfg, device, num_envs, obs_dims, num_actions)``.
+
+    Raises:
+        SystemExit: ``algo.buffer_size_per_env`` below ``learning_starts``.
+    """
     import torch
 
     from unilab.build import algo_settings, prepare, seed_everything
     from unilab_rl.device import resolve_device
 
-    overrides = [f"algo.buffer_size_per_env={args.buffer_per_env}", *args.set]
-    overrides += ["runtime.compile=false"] if mode == "eager" else ["runtime.compile=true",
-                                                                     f"runtime.compile_mode={mode}"]
-    algo_reg, task_reg, backend_reg, cfg = prepare(algo, args.task, "mujoco", overrides, args.preset or None)
-    device = resolve_device(args.device)
+    algo_reg, task_reg, backend_reg, cfg = prepare(algo, task, "mujoco", overrides, preset)
+    device = resolve_device(device_name)
     if device.type == "cuda":
         torch.set_float32_matmul_precision("high")
     seed_everything(cfg.training.seed)
@@ -78,8 +84,8 @@ def one(args: argparse.Namespace, algo: str, mode: str) -> dict:
     finally:
         env.close()
     fill = max(algo_cfg.learning_starts, 1)
-    if fill > args.buffer_per_env:
-        raise SystemExit(f"--buffer-per-env {args.buffer_per_env} < learning_starts {fill}: raise it")
+    if fill > algo_cfg.buffer_size_per_env:
+        raise SystemExit(f"algo.buffer_size_per_env {algo_cfg.buffer_size_per_env} < learning_starts {fill}: raise it")
 
     def rand_obs() -> dict[str, torch.Tensor]:
         return {g: torch.randn(n, d, generator=gen) for g, d in obs_dims.items()}
@@ -91,6 +97,17 @@ def one(args: argparse.Namespace, algo: str, mode: str) -> dict:
         agent.store(obs, actions, torch.randn(n, generator=gen), torch.rand(n, generator=gen) < 0.01, nxt,
                     torch.zeros(n, dtype=torch.bool))
         obs = nxt
+    return agent, algo_cfg, device, n, obs_dims, low.numel()
+
+
+def one(args: argparse.Namespace, algo: str, mode: str) -> dict:
+    """Build, fill and time one agent; returns the row (see the module docstring)."""
+    import torch
+
+    overrides = [f"algo.buffer_size_per_env={args.buffer_per_env}", *args.set]
+    overrides += ["runtime.compile=false"] if mode == "eager" else ["runtime.compile=true",
+                                                                     f"runtime.compile_mode={mode}"]
+    agent, algo_cfg, device, n, _, _ = filled_agent(algo, args.task, args.preset or None, overrides, args.device)
 
     def sync() -> None:
         if device.type == "cuda":
