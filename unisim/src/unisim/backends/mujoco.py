@@ -207,6 +207,19 @@ class MujocoBackend(SimBackend):
         # the batch's reset of rows, with the forward stages spec.reset_kinematics_only asks for
         reset_stage = mujoco.mjtStage.mjSTAGE_VEL if spec.reset_kinematics_only else mujoco.mjtStage.mjSTAGE_ACC
         self._reset_rows = functools.partial(self.batch.reset, stage=int(reset_stage))
+        # Packed columns of the acceleration-stage values (contact forces, acceleration-stage
+        # sensors), which a kinematics-only reset leaves at zero. mujoco.batch with several
+        # threads sometimes leaves those output rows as the last step wrote them after a reset
+        # that stops at the velocity stage (about 1 reset in 4 with 2 threads on the dev
+        # machine, never with 1), so reset() writes the zeros itself.
+        self._acc_columns: torch.Tensor | None = None
+        if spec.reset_kinematics_only:
+            start = cols["sensordata"].start
+            acc = [start + int(model.sensor_adr[i]) + d for i in range(model.nsensor)
+                   if model.sensor_needstage[i] == mujoco.mjtStage.mjSTAGE_ACC for d in range(int(model.sensor_dim[i]))]
+            if self._contact_forces:
+                acc += list(range(cols["cfrc_ext"].start, cols["cfrc_ext"].stop))
+            self._acc_columns = torch.tensor(acc, dtype=torch.long)
 
         self.batch.reset()  # keyframe 0 if the model has one, else its defaults; mj_forward
         self._bridge.pull()
@@ -289,6 +302,9 @@ class MujocoBackend(SimBackend):
             ValueError: wrong shapes or dtypes, duplicate rows, non-finite values.
         """
         self._write_rows(self._reset_rows, env_ids, qpos, qvel)
+        if self._acc_columns is not None and len(self._acc_columns) and len(env_ids):
+            rows = torch.as_tensor(self._env_ids(env_ids), dtype=torch.long)
+            self.packed[rows[:, None], self._acc_columns] = 0.0
 
     def set_state(
         self,
