@@ -571,7 +571,11 @@ class Batch:
                 (zero) until the rows' next step, which computes every stage itself (the
                 trajectory from there is the same: a forward pass writes no state the step
                 reads). It skips the constraint solver, most of a reset's cost on a robot in
-                contact.
+                contact. The batch's copied outputs of those values (``cfrc_ext`` and the
+                ``sensordata`` outputs) can differ: with several threads mujoco.batch sometimes
+                leaves a reset row's output as the last step wrote it (about 1 reset in 4 with
+                2 threads, never with 1); they are read-only here, so a reader that needs the
+                zeros writes them in its own copy, as ``unisim``'s ``MujocoBackend.reset`` does.
 
         Raises:
             IndexError: a row outside [0, nworld).
