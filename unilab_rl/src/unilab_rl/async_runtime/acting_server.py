@@ -108,7 +108,6 @@ class ActingServer:
     Attributes:
         device: the learner's device, where the server acts.
         calls: acting calls answered; ``snapshots``: weight copies taken by :meth:`publish`.
-        graphed: whether acting calls now replay the server's CUDA graph.
         graph_error: why the capture failed (the server then stays eager), or None.
         error: the exception that ended the server thread, or None.
 
@@ -142,12 +141,16 @@ class ActingServer:
         self._graph: torch.cuda.CUDAGraph | None = None
         self._static_obs: torch.Tensor | None = None  # the graph's input, (rows, obs_dim)
         self._static_out: tuple[torch.Tensor, torch.Tensor] | None = None  # its output
-        self.graphed = False
         self.graph_error: str | None = None
         self.error: BaseException | None = None
         self._report = ""
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+
+    @property
+    def graphed(self) -> bool:
+        """Whether acting calls now replay the server's CUDA graph."""
+        return self._graph is not None
 
     # -- learner thread ----------------------------------------------------------------------
     def start(self) -> None:
@@ -256,7 +259,6 @@ class ActingServer:
             with torch.cuda.graph(graph, stream=self.stream, capture_error_mode="thread_local"):
                 out = self.policy.gaussian(static)
             self._graph, self._static_obs, self._static_out = graph, static, out
-            self.graphed = True
         except Exception as exc:  # noqa: BLE001 - acting goes on eagerly
             self._graph_wanted = False
             self.graph_error = f"{type(exc).__name__}: {exc}"

@@ -219,7 +219,7 @@ class MujocoBackend(SimBackend):
                    if model.sensor_needstage[i] == mujoco.mjtStage.mjSTAGE_ACC for d in range(int(model.sensor_dim[i]))]
             if self._contact_forces:
                 acc += list(range(cols["cfrc_ext"].start, cols["cfrc_ext"].stop))
-            self._acc_columns = torch.tensor(acc, dtype=torch.long)
+            self._acc_columns = torch.tensor(acc, dtype=torch.long) if acc else None
 
         self.batch.reset()  # keyframe 0 if the model has one, else its defaults; mj_forward
         self._bridge.pull()
@@ -301,10 +301,9 @@ class MujocoBackend(SimBackend):
             IndexError: a row outside [0, num_envs).
             ValueError: wrong shapes or dtypes, duplicate rows, non-finite values.
         """
-        self._write_rows(self._reset_rows, env_ids, qpos, qvel)
-        if self._acc_columns is not None and len(self._acc_columns) and len(env_ids):
-            rows = torch.as_tensor(self._env_ids(env_ids), dtype=torch.long)
-            self.packed[rows[:, None], self._acc_columns] = 0.0
+        ids = self._write_rows(self._reset_rows, env_ids, qpos, qvel)
+        if self._acc_columns is not None and len(ids):
+            self.packed[torch.from_numpy(ids)[:, None], self._acc_columns] = 0.0
 
     def set_state(
         self,
@@ -332,10 +331,13 @@ class MujocoBackend(SimBackend):
         env_ids: torch.Tensor,
         qpos: torch.Tensor | None,
         qvel: torch.Tensor | None,
-    ) -> None:
+    ) -> np.ndarray:
         """Check rows ``env_ids`` and their qpos/qvel (:meth:`_env_ids`, :meth:`_state_arrays`),
         call ``write(ids, qpos, qvel)`` (the batch's ``reset`` or ``set_state``, numpy arrays, ids in
         the caller's order) and refresh the packed rows of those worlds; no rows: nothing is done.
+
+        Returns:
+            the checked rows, (k,) int64, in the caller's order.
 
         Raises:
             RuntimeError: the backend is closed.
@@ -345,9 +347,10 @@ class MujocoBackend(SimBackend):
         ids = self._env_ids(env_ids)
         qpos_np, qvel_np = self._state_arrays(len(ids), qpos, qvel)
         if len(ids) == 0:
-            return
+            return ids
         write(ids, qpos_np, qvel_np)
         self._bridge.pull(np.sort(ids))
+        return ids
 
     def _state_arrays(
         self, k: int, qpos: torch.Tensor | None, qvel: torch.Tensor | None
