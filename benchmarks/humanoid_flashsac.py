@@ -69,7 +69,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 
@@ -156,19 +156,26 @@ class GymVecEnv:
             env.close()
 
 
-def evaluate(learner, env: GymVecEnv, episodes: int, seed: int) -> float:
-    """Mean return of ``episodes`` episodes of the deterministic policy (``squash(mean)``) on a
-    one-env ``env``, episode ``k`` reset with ``seed + k``."""
-    returns = []
-    for k in range(episodes):
-        env.seed = seed + k
-        obs, total, done = env.reset(), 0.0, False
-        while not done:
-            obs, reward, terminated, truncated, _ = env.step(learner.act(obs["actor"], deterministic=True))
-            total += float(reward[0])
-            done = bool(terminated[0] or truncated[0])
-        returns.append(total)
-    return statistics.mean(returns)
+def evaluate(learner, env: GymVecEnv, between: Callable[[], None] | None = None) -> float:
+    """Mean return of the deterministic policy (``squash(mean)``) over one episode per env of
+    ``env``, env ``i`` reset with ``env.seed + i``: all episodes run together, one batched acting
+    pass per step, until each has ended once (an ended env is no longer stepped). ``between``
+    runs after every step."""
+    np = env._np
+    obs = env.reset()["actor"]
+    rows = list(env._obs)
+    totals = np.zeros(env.num_envs)
+    running = np.ones(env.num_envs, dtype=bool)
+    while running.any():
+        actions = learner.act(obs, deterministic=True).detach().cpu().numpy()
+        for i in np.flatnonzero(running):
+            rows[i], reward, terminated, truncated, _ = env.envs[i].step(actions[i])
+            totals[i] += reward
+            running[i] = not (terminated or truncated)
+        obs = env._group(rows)["actor"]
+        if between is not None:
+            between()
+    return float(totals.mean())
 
 
 def parse_sets(pairs: list[str], config_cls) -> dict:
@@ -300,7 +307,8 @@ class SeedRun:
 
         self.args, self.seed = args, seed
         torch.manual_seed(seed)
-        self.env, self.eval_env = GymVecEnv(args.env, args.num_envs, seed), GymVecEnv(args.env, 1, 10_000 + seed)
+        self.env = GymVecEnv(args.env, args.num_envs, seed)
+        self.eval_env = GymVecEnv(args.env, args.eval_episodes, 10_000 + seed)  # episode k: 10_000 + seed + k
         self.learner = make_learner(FlashSAC, FlashSACConfig, self.env, device=args.device,
                                     max_iterations=args.schedule_steps, mixed_precision=False, **settings)
         self.runner = OffPolicyRunner(self.env, self.learner, seed=seed, log_interval=10**9)
@@ -311,12 +319,8 @@ class SeedRun:
         self.abort: threading.Event | None = None
 
     def evaluate(self) -> float:
-        """:func:`evaluate` on this seed's evaluation env (pausing for the gate between episodes)."""
-        returns = []
-        for k in range(self.args.eval_episodes):
-            returns.append(evaluate(self.learner, self.eval_env, 1, 10_000 + self.seed + k))
-            self._between_steps()
-        return statistics.mean(returns)
+        """:func:`evaluate` on this seed's evaluation env (pausing for the gate between steps)."""
+        return evaluate(self.learner, self.eval_env, self._between_steps)
 
     def _between_steps(self, *_: object) -> None:
         """Threads mode, between two env steps: stop if another seed failed, else yield to a
