@@ -266,3 +266,18 @@ def test_the_episode_line_says_how_the_episodes_ended(terminated, words):
                         episodes_terminated=terminated, overrides=[], observations=torch.zeros(1))
     line = next(ln for ln in result.lines() if ln.startswith("episode return"))
     assert line.endswith(words), line
+
+
+@pytest.mark.parametrize("curriculum", [False, True])
+def test_the_reward_legend_names_a_penalty_curriculum_only_where_the_env_has_one(curriculum):
+    """g1_motion_tracking has no penalty curriculum: its legend does not mention one."""
+    from unilab.deploy.play import PlayResult
+
+    result = PlayResult(run_dir=Path("."), checkpoint="model_1.pt", iteration=1, num_envs=1, steps=10,
+                        step_dt=0.02, episode_returns=torch.ones(1), episode_lengths=torch.full((1,), 10.0),
+                        episodes_terminated=0, overrides=[], observations=torch.zeros(1),
+                        reward_terms={"action_rate_l2": {"weight": -0.1, "value": 0.5, "reward": -0.001}},
+                        penalty_curriculum=curriculum)
+    legend = next(ln for ln in result.lines() if ln.startswith("reward terms, mean per env step"))
+    assert ("penalty curriculum" in legend) is curriculum, legend
+    assert legend.endswith("x step_dt):") is not curriculum, legend

@@ -46,6 +46,8 @@ class PlayResult:
             (:attr:`unilab.deploy.loading.Rollout.reward_terms`): what the deterministic policy
             earns, unlike the training log's ``Episode_Reward/*`` (the exploring policy).
         terminations: term -> times it fired during the rollout.
+        penalty_curriculum: the env scales its penalties by a penalty curriculum (g1_walk_flat's
+            ``env.penalty_curriculum``); the reward legend names it only then.
         penalty_exempt: the penalties the env's penalty curriculum leaves at full weight
             (``env.penalty_curriculum.exempt``); empty without a curriculum.
         penalty_late: the penalties the curriculum starts at zero (``env.penalty_curriculum.late``).
@@ -67,6 +69,7 @@ class PlayResult:
     final: bool = True
     reward_terms: dict[str, dict[str, float | None]] = field(default_factory=dict)
     terminations: dict[str, int] = field(default_factory=dict)
+    penalty_curriculum: bool = False
     penalty_exempt: tuple[str, ...] = ()
     penalty_late: tuple[str, ...] = ()
 
@@ -115,8 +118,8 @@ class PlayResult:
             exempt = f", except the exempt {', '.join(self.penalty_exempt)}" if self.penalty_exempt else ""
             if self.penalty_late:
                 exempt += f"{',' if exempt else ', except'} the late {', '.join(self.penalty_late)} x (scale - initial) / (1 - initial)"
-            out.append("reward terms, mean per env step (value of the term; reward = weight x value x step_dt, "
-                       f"penalties also x the penalty curriculum's scale{exempt}):")
+            scaled = f", penalties also x the penalty curriculum's scale{exempt}" if self.penalty_curriculum else ""
+            out.append(f"reward terms, mean per env step (value of the term; reward = weight x value x step_dt{scaled}):")
             width = max(len(name) for name in self.reward_terms)
             for name, term in self.reward_terms.items():
                 value = "-" if term["value"] is None else f"{term['value']:.3f}"
@@ -227,6 +230,7 @@ def play(
         final=loaded.final,
         reward_terms=rec.reward_terms,
         terminations=rec.terminations,
+        penalty_curriculum=curriculum is not None,
         penalty_exempt=tuple(getattr(curriculum, "exempt", ())),
         penalty_late=tuple(getattr(curriculum, "late", ())),
     )
