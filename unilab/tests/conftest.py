@@ -236,3 +236,21 @@ def finished_walk_run(tmp_path_factory) -> Callable[[Path], Path]:
         return run
 
     return copy
+
+
+@pytest.fixture(scope="session")
+def checkpoint_policy() -> Callable[..., tuple]:
+    """``checkpoint_policy(run_dir, overrides=()) -> (policy, group)``: the run's checkpoint as
+    ``unilab.deploy.loading.make_policy`` builds it (the deterministic policy on the CPU and the
+    observation group it reads), from a one-env env of the run's config that is closed again."""
+    def build(run_dir: Path, overrides: list[str] | tuple[str, ...] = ()) -> tuple:
+        from unilab.deploy.loading import load_run, make_env, make_policy
+
+        loaded = load_run(str(run_dir), overrides=list(overrides))
+        env = make_env(loaded, 1)
+        try:
+            return make_policy(loaded, env)
+        finally:
+            env.close()
+
+    return build

@@ -503,16 +503,10 @@ class _Writer:
         self.scalars.append((tag, value, step))
 
 
-def test_training_evaluator_runs_snapshots_in_the_background_and_ends_its_process(walk_run):
-    from unilab.deploy.loading import load_run, make_env, make_policy
+def test_training_evaluator_runs_snapshots_in_the_background_and_ends_its_process(walk_run, checkpoint_policy):
     from unilab.eval.training import TrainingEvaluator
 
-    loaded = load_run(str(walk_run))
-    env = make_env(loaded, 1)
-    try:
-        policy, _ = make_policy(loaded, env)
-    finally:
-        env.close()
+    policy, _ = checkpoint_policy(walk_run)
     agent, writer, recorded = _Agent(policy), _Writer(), {}
     ev = TrainingEvaluator(walk_run, 2, steps_per_iteration=2, writer=writer, record=recorded.update, cases=["stand"])
     assert not ev.maybe_start(1, agent)  # not a multiple of the interval
@@ -539,24 +533,19 @@ def test_training_evaluator_runs_snapshots_in_the_background_and_ends_its_proces
     assert ("Eval/headline", 0.0, 2) in writer.scalars and ("Eval/stand/passed", 0.0, 5) in writer.scalars
 
 
-def test_the_best_policy_is_a_pass_first_then_the_headline_and_of_equals_the_later(walk_run, tmp_path):
+def test_the_best_policy_is_a_pass_first_then_the_headline_and_of_equals_the_later(walk_run, tmp_path,
+                                                                                   checkpoint_policy):
     """Each snapshot that evaluates at least as well as every one before it replaces
     policy_best.onnx (the later of equals); a worse one leaves the file as it is."""
     import shutil
 
     from unilab.deploy.export import read_metadata
-    from unilab.deploy.loading import load_run, make_env, make_policy
     from unilab.eval.training import BEST_POLICY, BestPolicy
 
     run = tmp_path / "run"
     shutil.copytree(walk_run, run)
     (run / BEST_POLICY).unlink()
-    loaded = load_run(str(run))
-    env = make_env(loaded, 1)
-    try:
-        policy, group = make_policy(loaded, env)
-    finally:
-        env.close()
+    policy, group = checkpoint_policy(run)
     best, kept = BestPolicy(run, group), []
     for iteration, passed, headline in ((10, False, 0.4), (20, False, 0.8), (30, False, 0.6), (40, True, 0.9),
                                         (50, False, 1.0), (60, True, 0.9), (70, True, 0.8)):

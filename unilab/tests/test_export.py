@@ -12,7 +12,6 @@ import torch
 
 from unilab.deploy import DEFAULT_ATOL
 from unilab.deploy.export import export, max_abs_diff, read_metadata
-from unilab.deploy.loading import load_run, make_env, make_policy
 from unilab.robots import g1
 
 onnxruntime = pytest.importorskip("onnxruntime")
@@ -47,15 +46,9 @@ def exported(run_dir):
 
 
 @pytest.fixture(scope="module")
-def torch_policy(run_dir):
+def torch_policy(run_dir, checkpoint_policy):
     """The checkpoint's torch policy, built afresh (not the module export() compared against)."""
-    loaded = load_run(str(run_dir))
-    env = make_env(loaded, 1)
-    try:
-        policy, _ = make_policy(loaded, env)
-    finally:
-        env.close()
-    return policy
+    return checkpoint_policy(run_dir)[0]
 
 
 def test_onnx_matches_the_torch_policy(exported, torch_policy):
@@ -161,16 +154,11 @@ def test_export_command_prints_the_difference(run_dir, tmp_path, unilab_in_proce
 
 @pytest.mark.parametrize("overrides", [["runtime.cuda_graph=true"],
                                        ["runtime.mode=async", "runtime.collector_shards=2"]])
-def test_training_only_settings_do_not_stop_a_cpu_rebuild(run_dir, overrides):
+def test_training_only_settings_do_not_stop_a_cpu_rebuild(run_dir, overrides, checkpoint_policy):
     """runtime.cuda_graph=true (valid only for a CUDA learner) and the async runtime's shard counts
     (which must divide the training env count, not the play env's 1) are training settings: play
     and export rebuild the policy on the CPU for one env all the same."""
-    loaded = load_run(str(run_dir), overrides=overrides)  # as the config of a GPU machine's run
-    env = make_env(loaded, 1)
-    try:
-        policy, group = make_policy(loaded, env)
-    finally:
-        env.close()
+    policy, group = checkpoint_policy(run_dir, overrides)  # as the config of a GPU machine's run
     assert group == "actor" and policy(torch.zeros(1, OBS_DIM)).shape == (1, 29)
 
 

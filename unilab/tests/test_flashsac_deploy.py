@@ -12,7 +12,6 @@ import pytest
 import torch
 
 from unilab.deploy.export import export, max_abs_diff
-from unilab.deploy.loading import load_run, make_env, make_policy
 from unilab.deploy.play import play
 from unilab.train import train
 
@@ -74,7 +73,7 @@ def run_dir(tmp_path_factory, request) -> Path:
     return run
 
 
-def test_export_matches_the_torch_policy_with_the_batch_norm_folded_in(run_dir):
+def test_export_matches_the_torch_policy_with_the_batch_norm_folded_in(run_dir, checkpoint_policy):
     result = export(str(run_dir), num_envs=2, record_steps=10, num_random=256)
     assert result.checker == "passed" and result.verified
     # Actions span up to about +-20 units (joint-limit bounds / action scale): 1e-4 absolute is a
@@ -82,12 +81,7 @@ def test_export_matches_the_torch_policy_with_the_batch_norm_folded_in(run_dir):
     assert result.max_abs_diff < 1e-4
     assert result.metadata["source"]["algo"] == "flashsac"
 
-    loaded = load_run(str(run_dir))
-    env = make_env(loaded, 1)
-    try:
-        policy, group = make_policy(loaded, env)
-    finally:
-        env.close()
+    policy, group = checkpoint_policy(run_dir)
     assert group == "actor" and not policy.training
     obs = 2.0 * torch.randn(64, OBS_DIM, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
