@@ -16,6 +16,8 @@
 #   bash benchmarks/device_humanoid.sh OUTDIR STEPS SEED [SEED ...]
 #   e.g. bash benchmarks/device_humanoid.sh $OUT 100000 0 1000 2000
 # Prints the table against the published curve (per seed with PARALLEL=processes).
+# SETS="KEY=VALUE ..." passes each as --set (FlashSACConfig or RuntimeConfig fields), e.g.
+#   SETS="compile=false" bash benchmarks/device_humanoid.sh $OUT 100000 0
 set -uo pipefail
 if [ $# -lt 3 ]; then echo "error: expected OUTDIR STEPS SEED [SEED ...], got $# arguments" >&2; exit 2; fi
 out=$1; steps=$2; shift 2
@@ -24,10 +26,12 @@ case $parallel in threads|processes) ;; *) echo "error: PARALLEL=$parallel: expe
 mkdir -p "$out"; nproc; nvidia-smi -L
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site_h .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site_h PYTHONUNBUFFERED=1
+sets=()
+for kv in ${SETS:-}; do sets+=(--set "$kv"); done
 if [ "$parallel" = threads ]; then
   seeds=$(IFS=,; echo "$*")
   python3 benchmarks/humanoid_flashsac.py --steps "$steps" --seeds "$seeds" --device cuda --parallel threads \
-    --out "$out/humanoid.json" >"$out/humanoid.log" 2>&1
+    "${sets[@]}" --out "$out/humanoid.json" >"$out/humanoid.log" 2>&1
   rc=$?
   tail -n 15 "$out/humanoid.log"
   exit $rc
@@ -36,7 +40,7 @@ n=$#; per=$(( $(nproc) / n )); i=0; pids=()
 for seed in "$@"; do
   cpus="$(( i * per ))-$(( (i + 1) * per - 1 ))"
   taskset -c "$cpus" python3 benchmarks/humanoid_flashsac.py --steps "$steps" --seeds "$seed" --device cuda \
-    --out "$out/humanoid_$seed.json" >"$out/humanoid_$seed.log" 2>&1 & pids+=($!)
+    "${sets[@]}" --out "$out/humanoid_$seed.json" >"$out/humanoid_$seed.log" 2>&1 & pids+=($!)
   i=$((i + 1))
 done
 wait "${pids[@]}"

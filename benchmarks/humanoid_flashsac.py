@@ -178,16 +178,19 @@ def evaluate(learner, env: GymVecEnv, between: Callable[[], None] | None = None)
     return float(totals.mean())
 
 
-def parse_sets(pairs: list[str], config_cls) -> dict:
-    """``key=value`` strings -> FlashSACConfig fields, typed like the field's default."""
-    fields = {f.name: f for f in dataclasses.fields(config_cls)}
+def parse_sets(pairs: list[str], *config_classes) -> dict:
+    """``key=value`` strings -> fields of ``config_classes`` (FlashSACConfig, RuntimeConfig),
+    typed like the field's default (``true``/``false`` for a bool or ``"auto"`` one, ``null`` for
+    ``None``)."""
+    fields = {f.name: f for cls in config_classes for f in dataclasses.fields(cls)}
+    names = " or ".join(cls.__name__ for cls in config_classes)
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or key not in fields:
-            raise SystemExit(f"error: --set {pair!r}: expected KEY=VALUE with KEY a FlashSACConfig field")
+            raise SystemExit(f"error: --set {pair!r}: expected KEY=VALUE with KEY a {names} field")
         default = fields[key].default
-        if isinstance(default, bool):
+        if isinstance(default, bool) or (default == "auto" and value.lower() in ("true", "false")):
             out[key] = value.lower() in ("1", "true", "yes")
         elif isinstance(default, int):
             out[key] = int(value)
@@ -298,7 +301,7 @@ class SeedRun:
     Args:
         args: the parsed command line.
         seed: the seed.
-        settings: FlashSACConfig values.
+        settings: FlashSACConfig and RuntimeConfig values.
     """
 
     def __init__(self, args: argparse.Namespace, seed: int, settings: dict) -> None:
@@ -310,7 +313,7 @@ class SeedRun:
         self.env = GymVecEnv(args.env, args.num_envs, seed)
         self.eval_env = GymVecEnv(args.env, args.eval_episodes, 10_000 + seed)  # episode k: 10_000 + seed + k
         self.learner = make_learner(FlashSAC, FlashSACConfig, self.env, device=args.device,
-                                    max_iterations=args.schedule_steps, mixed_precision=False, **settings)
+                                    max_iterations=args.schedule_steps, **{"mixed_precision": False, **settings})
         self.runner = OffPolicyRunner(self.env, self.learner, seed=seed, log_interval=10**9)
         learner = self.learner
         # The learner captures its updates as CUDA graphs (FlashSAC: runtime.cuda_graph auto on CUDA).
@@ -493,7 +496,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--eval-every", type=int, default=100_000)
     p.add_argument("--eval-episodes", type=int, default=50)
     p.add_argument("--progress-every", type=int, default=10_000, help="env steps between progress lines")
-    p.add_argument("--set", action="append", default=[], help="FlashSACConfig KEY=VALUE (repeatable)")
+    p.add_argument("--set", action="append", default=[],
+                   help="FlashSACConfig or RuntimeConfig KEY=VALUE, e.g. compile=false (repeatable)")
     p.add_argument("--out", default=None, help="write the curves as JSON here")
     p.add_argument("--parallel", choices=("sequential", "threads"), default="sequential",
                    help="sequential: one seed after another; threads: all seeds at once, one thread and CUDA "
@@ -516,12 +520,20 @@ def main(argv: list[str] | None = None) -> int:
     if not seeds or len(set(seeds)) != len(seeds):
         p.error(f"--seeds {args.seeds!r}: expected distinct comma-separated integers, e.g. 0,1000,2000")
     from unilab_rl import FlashSACConfig
+    from unilab_rl.runtime import RuntimeConfig
 
     settings = {**OFFICIAL_SETTINGS, "num_updates": args.num_envs}  # one update per env step
     if args.learning_starts is not None:
         settings["learning_starts"] = max(args.learning_starts // args.num_envs, 1)
-    settings |= parse_sets(args.set, FlashSACConfig)
+    settings |= parse_sets(args.set, FlashSACConfig, RuntimeConfig)
     settings["buffer_size_per_env"] = min(settings["buffer_size_per_env"], -(-args.steps // args.num_envs))
+    try:  # a bad value stops here with one line, not in a seed's thread
+        for cls in (FlashSACConfig, RuntimeConfig):
+            names = {f.name for f in dataclasses.fields(cls)}
+            cls(**{k: v for k, v in settings.items() if k in names})
+    except (TypeError, ValueError) as error:
+        print(f"error: --set: {error}", file=sys.stderr)
+        return 2
     print(f"FlashSAC on {args.env}: {json.dumps(settings)}", flush=True)
     if args.parallel == "threads":
         curves = run_threads(args, seeds, settings)
