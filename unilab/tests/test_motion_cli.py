@@ -103,6 +103,19 @@ def test_inspect_prints_the_clip(run, tmp_path):
     assert "joint range violations: 0 outside the hard limits, 0 more outside the soft limits" in out
 
 
+def test_inspect_takes_a_shipped_clip_by_name(run, tmp_path):
+    result = run("motion", "inspect", "squat", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["file"].endswith("squat.npz") and report["frames"] == 401
+    # a file of that name in the working directory wins over the shipped clip
+    (tmp_path / "squat").write_text("not a clip")
+    result = run("motion", "inspect", "squat", cwd=tmp_path)
+    assert result.returncode == 2 and "squat" in result.stderr
+    result = run("motion", "inspect", "shipped", cwd=tmp_path)  # the set is no one clip: its names
+    assert result.returncode == 2 and result.stderr.startswith("error:") and "squat" in result.stderr
+
+
 def test_inspect_reports_soft_limit_violations_and_rejects_bad_files(run, tmp_path):
     with np.load(DEFAULT_MOTION) as data:
         arrays = {k: data[k].copy() for k in data.files}

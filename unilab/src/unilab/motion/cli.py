@@ -133,7 +133,9 @@ def motion_import(
 
 @motion_app.command("inspect", cls=HelpCommand)
 def motion_inspect(
-    path: str = typer.Argument(..., help="motion npz, or any file `unilab motion import` reads"),
+    path: str = typer.Argument(
+        ..., help="motion npz, any file `unilab motion import` reads, or a shipped clip's name (squat)"
+    ),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
     fps: Optional[float] = typer.Option(None, "--fps", help="frame rate of a source file (as for import)"),
     joint_order: Optional[str] = typer.Option(None, "--joint-order", help="as for import"),
@@ -154,6 +156,8 @@ def motion_inspect(
     for a 50 fps clip), to look at before training.
 
     A file that is not a complete clip npz is inspected as `unilab motion import` would write it.
+    A shipped clip's name (as `env.motion.file` takes it) inspects that clip, unless a file of
+    that name is in the working directory.
     Exit 2 when the file cannot be read as a clip for the G1, or the video cannot be written.
     """
     import json
@@ -161,7 +165,13 @@ def motion_inspect(
     from unilab.deploy.video import VideoError
     from unilab.motion.clip import MotionFormatError
     from unilab.motion.inspect import inspect_motion, load_for_inspection, render_clip
+    from unilab.tasks.g1_motion_tracking.config import SHIPPED, shipped_clip_names, shipped_motion
 
+    shipped = shipped_motion(path)
+    if shipped is not None and path == SHIPPED:
+        _fail(f"motion file {path!r}: expected one clip; the shipped set's are {', '.join(shipped_clip_names())}")
+    if shipped is not None:
+        path = str(shipped)
     try:
         clip, layout = load_for_inspection(path, fps=fps, joint_order=joint_order, robot_mjcf=robot_mjcf,
                                            quat_order=quat_order)
