@@ -103,6 +103,7 @@ def test_metadata_round_trip(exported):
     assert len(meta["pd_gains"]["kp"]) == 29 and min(meta["pd_gains"]["kp"]) > 0
     assert meta["normalizer"]["in_graph"] is True
     assert meta["source"]["algo"] == "sac" and meta["source"]["task"] == "g1_walk_flat"
+    assert meta["source"]["actor_ema"] == 0.005  # the SAC g1_walk_flat default deploys the average
     assert meta["robot"] == {"name": "g1", "mjcf": None, "actuators": "project", "feet": "project"}  # the built-in model
 
     # what a host needs to build the command and gait_phase columns, as the run trained them
@@ -149,6 +150,7 @@ def test_export_command_prints_the_difference(run_dir, tmp_path, unilab_in_proce
     result = unilab_in_process("export", str(run_dir), "-o", str(out))
     assert result.returncode == 0, result.stderr
     assert "onnx.checker passed" in result.stdout and "max |onnx - torch| = " in result.stdout
+    assert "(iteration 2), the actor's moving average (algo.actor_ema=0.005)" in result.stdout, result.stdout
     assert out.exists() and read_metadata(out)["action"]["dim"] == 29
 
 

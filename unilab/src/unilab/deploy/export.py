@@ -18,7 +18,8 @@ graph) to ``actions`` (B, num_actions) float32 in the env's action units. The mo
   position actuators (absent otherwise).
 - ``control``: ``rate_hz``, ``dt_s`` (env step), ``physics_dt_s``, ``decimation``.
 - ``normalizer``: ``in_graph: true``.
-- ``source``: algo, task, sim, iteration, checkpoint, the play overrides, the versions.
+- ``source``: algo, task, sim, iteration, checkpoint, ``actor_ema`` (above 0: the policy is the
+  actor's moving average), the play overrides, the versions.
 - ``robot``: the run's robot settings: ``name`` (``robot.name``), ``mjcf`` (the model file's
   absolute path, or null for the robot's own model), ``actuators`` (``project`` or ``file``)
   and ``feet`` (``model``, ``spheres`` or ``project``).
@@ -92,6 +93,7 @@ class ExportResult:
         iteration: its training iteration.
         final: it is the run's last checkpoint (recorded as the summary's ``onnx``; others under
             ``onnx_checkpoints``).
+        actor: which actor the policy is, in words (:attr:`LoadedRun.deployed_actor`).
     """
 
     path: Path
@@ -107,6 +109,7 @@ class ExportResult:
     checkpoint: str = ""
     iteration: int = 0
     final: bool = True
+    actor: str = "the online actor"
 
     @property
     def verified(self) -> bool:
@@ -135,7 +138,7 @@ class ExportResult:
             f", {self.samples_recorded} recorded {self.max_abs_diff_recorded:.3g}")
         return [
             f"onnx: {self.path} (opset {OPSET}, onnx.checker {self.checker}) from {self.checkpoint} "
-            f"(iteration {self.iteration})",
+            f"(iteration {self.iteration}), {self.actor}",
             f"max |onnx - torch| = {self.max_abs_diff:.3g} ({self.samples_random} random "
             f"{self.max_abs_diff_random:.3g}{rec}); atol {self.atol:g}: "
             f"{'ok' if self.verified else 'FAILED'}",
@@ -247,6 +250,7 @@ def policy_metadata(loaded: LoadedRun, env, group: str) -> dict[str, Any]:
             "sim": loaded.sim,
             "iteration": loaded.iteration,
             "checkpoint": relative_to_run(loaded.checkpoint, loaded.run_dir),
+            "actor_ema": loaded.actor_ema,
             "overrides": loaded.overrides,
             "unilab": unilab.__version__,
             "torch": torch.__version__,
@@ -457,6 +461,7 @@ def export(
         checkpoint=relative_to_run(loaded.checkpoint, loaded.run_dir),
         iteration=loaded.iteration,
         final=loaded.final,
+        actor=loaded.deployed_actor,
     )
     record_result(loaded.run_dir, loaded, "onnx", result.summary(), onnx_max_abs_diff=result.max_abs_diff)
     return result

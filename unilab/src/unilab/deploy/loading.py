@@ -171,6 +171,19 @@ class LoadedRun(RunPlugins):
     def iteration(self) -> int:
         return int(self.payload.get("iteration", 0))
 
+    @property
+    def actor_ema(self) -> float:
+        """The run's ``algo.actor_ema`` (0.0 when its algorithm has none): above 0 the
+        deterministic policy that play, evaluation and export use is the actor's moving average."""
+        return float(getattr(getattr(self.cfg, "algo", None), "actor_ema", 0.0) or 0.0)
+
+    @property
+    def deployed_actor(self) -> str:
+        """Which actor the deterministic policy is, in words: ``"the actor's moving average
+        (algo.actor_ema=0.005)"`` or ``"the online actor"``."""
+        ema = self.actor_ema
+        return f"the actor's moving average (algo.actor_ema={ema:g})" if ema > 0 else "the online actor"
+
 
 def run_checkpoints(run_dir: Path) -> list[Path]:
     """The checkpoints in ``run_dir``, in the order a default pick prefers them: ``model_last.pt``

@@ -41,6 +41,8 @@ class PlayResult:
         video_error: why no video was written (None if it was, or if none was asked for).
         final: the checkpoint is the run's last (its record is the summary's ``play``; others go
             under ``play_checkpoints``).
+        actor: which actor the policy is, in words
+            (:attr:`unilab.deploy.loading.LoadedRun.deployed_actor`).
         reward_terms: term -> ``{"weight", "value", "reward"}``: the mean of each reward term and
             of its contribution per env step over the rollout
             (:attr:`unilab.deploy.loading.Rollout.reward_terms`): what the deterministic policy
@@ -67,6 +69,7 @@ class PlayResult:
     video: VideoResult | None = None
     video_error: str | None = None
     final: bool = True
+    actor: str = "the online actor"
     reward_terms: dict[str, dict[str, float | None]] = field(default_factory=dict)
     terminations: dict[str, int] = field(default_factory=dict)
     penalty_curriculum: bool = False
@@ -107,8 +110,8 @@ class PlayResult:
                else "all terminated" if n == ended
                else f"{n} terminated, the others timed out or were cut by the end of play")
         out = [
-            f"play: {self.checkpoint} (iteration {self.iteration}), {self.num_envs} envs x {self.steps} "
-            f"steps ({s['duration_s']:g} s at {1.0 / self.step_dt:g} Hz)",
+            f"play: {self.checkpoint} (iteration {self.iteration}, {self.actor}), {self.num_envs} envs x "
+            f"{self.steps} steps ({s['duration_s']:g} s at {1.0 / self.step_dt:g} Hz)",
             f"episode return {s['episode_return_mean']:.3f} +- {s['episode_return_std']:.3f}, length "
             f"{s['episode_length_mean']:.1f} steps ({ended} episodes, {how})",
         ]
@@ -126,7 +129,7 @@ class PlayResult:
                 out.append(f"  {name:<{width}} {value:>8}  weight {term['weight']:g}, reward {term['reward']:+.4f}")
         if self.terminations:
             fired = ", ".join(f"{name} {count}" for name, count in self.terminations.items() if count)
-            out.append(f"terminations: {fired or 'none'}")
+            out.append(f"terminations (times each term fired; one step can fire several): {fired or 'none'}")
         if self.video is not None:
             v = self.video
             out.append(f"video: {v.path} ({v.frames} frames, {v.width}x{v.height}, {v.fps:g} fps, "
@@ -219,6 +222,7 @@ def play(
         run_dir=loaded.run_dir,
         checkpoint=relative_to_run(loaded.checkpoint, loaded.run_dir),
         iteration=loaded.iteration,
+        actor=loaded.deployed_actor,
         num_envs=num_envs,
         steps=steps,
         step_dt=step_dt,
