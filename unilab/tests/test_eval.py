@@ -240,7 +240,8 @@ def test_an_untrained_policy_records_falls_and_the_summary_keeps_the_record(walk
             assert case["falls"] == 2 and not case["passed"] and case["up_share"] == 0.0
     summary = json.loads((walk_run / "run_summary.json").read_text())
     entry = summary["eval"]["walking"]
-    assert entry["policy"] == {"kind": "checkpoint", "file": "model_last.pt", "iteration": 2, "final": True}
+    assert entry["policy"] == {"kind": "checkpoint", "file": "model_last.pt", "iteration": 2, "final": True,
+                               "actor": "the actor's moving average, algo.actor_ema=0.005"}
     assert entry["robot"] == {"name": "g1", "mjcf": None, "actuators": "project", "feet": "project"}  # the built-in model
     assert entry["headline"] == 0.0 and [c["name"] for c in entry["cases"]] == names
     assert report.json_path == walk_run / "eval_walking.json"
@@ -261,6 +262,8 @@ def test_the_onnx_policy_gives_the_checkpoints_result(walk_run, tmp_path):
     by_file = {f: short_eval(walk_run, f, ["stand", "yaw+0.5"], suite=suite, json_path=tmp_path / f"{f}.json")
                for f in files}
     a = by_file["model_last.pt"].result.cases
+    for f in files:  # the SAC g1_walk_flat default deploys the actor's moving average; each file says so
+        assert by_file[f].record["policy"]["actor"] == "the actor's moving average, algo.actor_ema=0.005"
     for f in files[1:]:
         assert by_file[f].record["policy"]["kind"] == "onnx" and by_file[f].record["policy"]["iteration"] == 2
         for x, y in zip(a, by_file[f].result.cases):

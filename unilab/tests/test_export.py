@@ -150,7 +150,7 @@ def test_export_command_prints_the_difference(run_dir, tmp_path, unilab_in_proce
     result = unilab_in_process("export", str(run_dir), "-o", str(out))
     assert result.returncode == 0, result.stderr
     assert "onnx.checker passed" in result.stdout and "max |onnx - torch| = " in result.stdout
-    assert "(iteration 2), the actor's moving average (algo.actor_ema=0.005)" in result.stdout, result.stdout
+    assert "(iteration 2; the actor's moving average, algo.actor_ema=0.005)" in result.stdout, result.stdout
     assert out.exists() and read_metadata(out)["action"]["dim"] == 29
 
 

@@ -81,7 +81,7 @@ def test_export_matches_the_torch_policy_with_the_batch_norm_folded_in(run_dir, 
     assert result.max_abs_diff < 1e-4
     assert result.metadata["source"]["algo"] == "flashsac"
     # trained with algo.actor_ema=0: the export says the policy is the online actor
-    assert result.metadata["source"]["actor_ema"] == 0.0 and result.lines()[0].endswith("the online actor")
+    assert result.metadata["source"]["actor_ema"] == 0.0 and result.lines()[0].endswith("(iteration 3; the online actor)")
 
     policy, group = checkpoint_policy(run_dir)
     assert group == "actor" and not policy.training
@@ -104,4 +104,4 @@ def test_play_rolls_out_the_flashsac_policy(run_dir):
     assert int(result.episode_lengths.sum()) == 2 * 10
     assert torch.isfinite(result.episode_returns).all()
     assert result.observations.shape == (2 * 10, OBS_DIM)
-    assert "(iteration 3, the online actor)" in result.lines()[0], result.lines()[0]
+    assert "(iteration 3; the online actor)" in result.lines()[0], result.lines()[0]

@@ -138,7 +138,7 @@ class ExportResult:
             f", {self.samples_recorded} recorded {self.max_abs_diff_recorded:.3g}")
         return [
             f"onnx: {self.path} (opset {OPSET}, onnx.checker {self.checker}) from {self.checkpoint} "
-            f"(iteration {self.iteration}), {self.actor}",
+            f"(iteration {self.iteration}; {self.actor})",
             f"max |onnx - torch| = {self.max_abs_diff:.3g} ({self.samples_random} random "
             f"{self.max_abs_diff_random:.3g}{rec}); atol {self.atol:g}: "
             f"{'ok' if self.verified else 'FAILED'}",

@@ -110,7 +110,7 @@ class PlayResult:
                else "all terminated" if n == ended
                else f"{n} terminated, the others timed out or were cut by the end of play")
         out = [
-            f"play: {self.checkpoint} (iteration {self.iteration}, {self.actor}), {self.num_envs} envs x "
+            f"play: {self.checkpoint} (iteration {self.iteration}; {self.actor}), {self.num_envs} envs x "
             f"{self.steps} steps ({s['duration_s']:g} s at {1.0 / self.step_dt:g} Hz)",
             f"episode return {s['episode_return_mean']:.3f} +- {s['episode_return_std']:.3f}, length "
             f"{s['episode_length_mean']:.1f} steps ({ended} episodes, {how})",

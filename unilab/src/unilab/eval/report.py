@@ -5,8 +5,9 @@ The JSON record (schema :data:`SCHEMA`) holds the suite's result (:class:`SuiteR
 verdict, one entry per case) and where it came from: run, task, algo, the robot evaluated on
 (``robot``: ``name``, ``mjcf``, the model file's absolute path or null for the robot's own model,
 ``actuators`` and ``feet``; ``transfer``: null, or for ``unilab eval --transfer`` the model the
-run trained on and a one-line comparison), the evaluated file (checkpoint or ONNX) and its
-iteration, rows per case, seed, the settings the env was built with, the wall time and env steps
+run trained on and a one-line comparison), the evaluated file (checkpoint or ONNX), its
+iteration and which actor it holds (``policy.actor``: the actor's moving average with its
+``algo.actor_ema``, or the online actor), rows per case, seed, the settings the env was built with, the wall time and env steps
 the evaluation took.
 docs/eval.md says what every figure means.
 """
@@ -42,12 +43,14 @@ def make_record(
     wall_time_s: float,
     robot: dict[str, Any] | None = None,
     transfer: dict[str, Any] | None = None,
+    actor: str | None = None,
 ) -> dict[str, Any]:
     """The JSON record of one evaluation (module docstring). ``robot``: the robot settings
     evaluated on (:func:`unilab.robots.robot_settings`: name, model file or null, actuators,
     feet). ``transfer``: for an evaluation on another model than the run trained on, ``settings``
     (the ``robot.*`` items), ``trained_robot`` (the run's robot settings) and ``text`` (one line:
-    evaluated vs trained); None otherwise."""
+    evaluated vs trained); None otherwise. ``actor``: which actor the policy is, in words
+    (:attr:`unilab.deploy.loading.LoadedRun.deployed_actor`), kept as ``policy.actor`` when given."""
     import unilab
 
     return {
@@ -58,7 +61,8 @@ def make_record(
         "robot": robot,
         "transfer": transfer,
         "run": str(run_dir),
-        "policy": {"kind": policy_kind, "file": policy_file, "iteration": iteration, "final": final},
+        "policy": {"kind": policy_kind, "file": policy_file, "iteration": iteration, "final": final,
+                   **({"actor": actor} if actor else {})},
         "headline": result.headline,
         "headline_text": result.headline_text,
         "passed": result.passed,
@@ -118,7 +122,8 @@ def print_report(result: SuiteResult, record: dict[str, Any], file=None) -> None
     console = Console(file=file, width=None if file.isatty() else 160, highlight=False)
     p = record["policy"]
     layout = result.settings.get("layout") or f"{record['num_envs']} rows per case"
-    title = (f"{result.suite}: {record['task']} {p['kind']} {p['file']} (iteration {p['iteration']}), "
+    actor = f"; {p['actor']}" if p.get("actor") else ""
+    title = (f"{result.suite}: {record['task']} {p['kind']} {p['file']} (iteration {p['iteration']}{actor}), "
              f"{layout}, {record['rows']} env rows")
     transfer = record.get("transfer")
     if transfer:  # a transfer evaluation says so above its table, and on which model

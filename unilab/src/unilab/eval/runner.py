@@ -238,9 +238,12 @@ def evaluate(
         session.close()
     final = final_policy_file(run_dir, path)
     iteration = iteration_of(path, payload, meta)
-    from unilab.deploy.loading import relative_to_run
+    from unilab.deploy.loading import deployed_actor, relative_to_run
 
     robot = robot_settings(getattr(session.loaded.cfg, "robot", None))
+    # an ONNX file says which actor it holds (exports before that key: the run's setting)
+    ema = (meta or {}).get("source", {}).get("actor_ema")
+    actor = session.loaded.deployed_actor if ema is None else deployed_actor(float(ema))
     moved = None
     if transfer:
         moved = {"settings": list(overrides), "trained_robot": session.trained_robot,
@@ -250,7 +253,7 @@ def evaluate(
         policy_kind="onnx" if onnx else "checkpoint", policy_file=relative_to_run(path, run_dir),
         iteration=iteration, final=final, num_envs=session.plan.num_envs, rows=session.plan.rows, seed=seed,
         overrides=session.settings, wall_time_s=time.perf_counter() - t0,
-        robot=robot, transfer=moved,
+        robot=robot, transfer=moved, actor=actor,
     )  # fmt: skip
     # A run's eval_<suite>.json and run_summary.json hold whole-suite records of the model it
     # trained on; a --case selection goes to eval_<suite>_cases[_<iteration>].json, a transfer to

@@ -351,7 +351,7 @@ def _worker(run_dir: str, suite: str | None, cases: list[str] | None, num_envs: 
                     result, run_dir=Path(run_dir), task=session.loaded.task, algo=session.loaded.algo,
                     policy_kind="training", policy_file="", iteration=iteration, final=False,
                     num_envs=session.plan.num_envs, rows=session.plan.rows, seed=seed, overrides=session.settings,
-                    wall_time_s=time.perf_counter() - t0,
+                    wall_time_s=time.perf_counter() - t0, actor=session.loaded.deployed_actor,
                     robot=robot_settings(getattr(session.loaded.cfg, "robot", None)),
                 )  # fmt: skip
                 msg: dict[str, Any] = {"record": record}
