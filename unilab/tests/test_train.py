@@ -85,6 +85,7 @@ def test_a_completed_run_evaluates_its_final_policy(finished_walk_run, tmp_path)
     assert entry["iteration"] == 2 and entry["env_steps"] == 4
     last = during["last"]
     assert last["suite"] == "walking" and last["policy"]["kind"] == "training" and last["policy"]["iteration"] == 2
+    assert last["policy"]["actor"] == "the actor's moving average, algo.actor_ema=0.005"  # what is deployed
     assert len(last["cases"]) == 15 and last["headline"] == entry["headline"]
     assert [(step, value) for step, _, value in read_scalars(run)["Eval/headline"]] == [(2, entry["headline"])]
     # the one evaluated snapshot is the best so far: exported as policy_best.onnx
