@@ -55,6 +55,7 @@ import unilab
 from unilab.deploy import DEFAULT_ATOL, DEFAULT_NUM_ENVS
 from unilab.deploy.loading import (
     LoadedRun,
+    deployed_actor,
     load_run,
     make_env,
     make_policy,
@@ -109,7 +110,7 @@ class ExportResult:
     checkpoint: str = ""
     iteration: int = 0
     final: bool = True
-    actor: str = "the online actor"
+    actor: str = deployed_actor(0.0)
 
     @property
     def verified(self) -> bool:

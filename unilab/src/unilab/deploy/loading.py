@@ -143,12 +143,12 @@ def transfer_summary(overrides: list[str] | tuple[str, ...], trained: dict[str, 
     return f"{show(evaluated)} (trained with {show(trained)})"
 
 
-
 def deployed_actor(actor_ema: float) -> str:
     """Which actor a deterministic policy trained with ``algo.actor_ema`` = ``actor_ema`` is, in
     words: ``"the actor's moving average, algo.actor_ema=0.005"`` above 0, else ``"the online
     actor"``."""
     return f"the actor's moving average, algo.actor_ema={actor_ema:g}" if actor_ema > 0 else "the online actor"
+
 
 @dataclass
 class LoadedRun(RunPlugins):
@@ -658,9 +658,8 @@ def relative_to_run(path: Path, run_dir: Path) -> str:
 
 
 __all__ = [
-    "LoadedRun", "MODEL_FILE_KEY", "PLAY_OVERRIDES", "Rollout", "TRANSFER_KEYS", "deployed_actor", "is_final_checkpoint",
-    "load_run",
-    "make_env", "make_policy", "model_file_overrides", "read_run_config", "record_result", "relative_to_run",
-    "resolve_checkpoint", "rollout", "run_checkpoints", "run_config", "transfer_overrides", "transfer_summary",
-    "update_summary",
+    "LoadedRun", "MODEL_FILE_KEY", "PLAY_OVERRIDES", "Rollout", "TRANSFER_KEYS", "deployed_actor",
+    "is_final_checkpoint", "load_run", "make_env", "make_policy", "model_file_overrides", "read_run_config",
+    "record_result", "relative_to_run", "resolve_checkpoint", "rollout", "run_checkpoints", "run_config",
+    "transfer_overrides", "transfer_summary", "update_summary",
 ]

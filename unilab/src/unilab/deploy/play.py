@@ -15,7 +15,9 @@ from typing import Any
 import torch
 
 from unilab.deploy import DEFAULT_NUM_ENVS, DEFAULT_STEPS
-from unilab.deploy.loading import load_run, make_env, make_policy, record_result, relative_to_run, rollout
+from unilab.deploy.loading import (
+    deployed_actor, load_run, make_env, make_policy, record_result, relative_to_run, rollout,
+)
 from unilab.deploy.video import VideoError, VideoResult, check_frame_size, frame_stride, render_video
 from unilab.errors import UserError
 
@@ -69,7 +71,7 @@ class PlayResult:
     video: VideoResult | None = None
     video_error: str | None = None
     final: bool = True
-    actor: str = "the online actor"
+    actor: str = deployed_actor(0.0)
     reward_terms: dict[str, dict[str, float | None]] = field(default_factory=dict)
     terminations: dict[str, int] = field(default_factory=dict)
     penalty_curriculum: bool = False

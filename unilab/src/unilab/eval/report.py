@@ -7,8 +7,8 @@ verdict, one entry per case) and where it came from: run, task, algo, the robot 
 ``actuators`` and ``feet``; ``transfer``: null, or for ``unilab eval --transfer`` the model the
 run trained on and a one-line comparison), the evaluated file (checkpoint or ONNX), its
 iteration and which actor it holds (``policy.actor``: the actor's moving average with its
-``algo.actor_ema``, or the online actor), rows per case, seed, the settings the env was built with, the wall time and env steps
-the evaluation took.
+``algo.actor_ema``, or the online actor), rows per case, seed, the settings the env was built
+with, the wall time and env steps the evaluation took.
 docs/eval.md says what every figure means.
 """
 
