@@ -68,11 +68,14 @@ def main() -> int:
     args = p.parse_args()
     torch.set_num_threads(1)
 
+    env = build(args.num_envs, 1, args.seed, args.task)
+    num_actions = env.num_actions
+
     def actions(n: int, generator: torch.Generator) -> list[torch.Tensor]:
-        return [(torch.rand((args.num_envs, env.num_actions), generator=generator) * 2 - 1) * args.action_scale
+        """``n`` uniform actions (num_envs, num_actions) in ``--action-scale`` x the box."""
+        return [(torch.rand((args.num_envs, num_actions), generator=generator) * 2 - 1) * args.action_scale
                 for _ in range(n)]
 
-    env = build(args.num_envs, 1, args.seed, args.task)
     env.reset()
     for a in actions(args.warmup, torch.Generator().manual_seed(args.seed)):
         env.step(a)
