@@ -20,20 +20,23 @@
 #   SETS="compile=false" bash benchmarks/device_humanoid.sh $OUT 100000 0
 # The torch.compile caches (inductor, triton) of the call come back as OUTDIR/compile_cache.tgz,
 # also when the call is stopped by a signal. The check compares returns at env steps, not
-# wall-clock, so a later call may start warm: unpack the file into a git-ignored folder of the
-# tree (`mkdir -p .compile_cache && tar xzf compile_cache.tgz -C .compile_cache`), carry it, and
-# set COMPILE_CACHE=.compile_cache (same machine kind, torch and code: else it compiles anew).
+# wall-clock, so a later call may start warm: copy the file into a git-ignored folder of the tree
+# (`mkdir -p .compile_cache && cp compile_cache.tgz .compile_cache/`), carry that folder, and set
+# COMPILE_CACHE=.compile_cache/compile_cache.tgz (same machine kind, torch and code: else it
+# compiles anew). The archive, not its contents, is carried: unpacked, one seed's caches are
+# about 100 MB, over the 64 MiB a call carries. COMPILE_CACHE may also name an unpacked folder.
 set -uo pipefail
 if [ $# -lt 3 ]; then echo "error: expected OUTDIR STEPS SEED [SEED ...], got $# arguments" >&2; exit 2; fi
 out=$1; steps=$2; shift 2
 parallel=${PARALLEL:-threads}
 case $parallel in threads|processes) ;; *) echo "error: PARALLEL=$parallel: expected threads or processes" >&2; exit 2;; esac
-if [ -n "${COMPILE_CACHE:-}" ] && [ ! -d "$COMPILE_CACHE" ]; then
-  echo "error: COMPILE_CACHE=$COMPILE_CACHE: expected a folder (a previous call's compile_cache.tgz, unpacked)" >&2; exit 2
+if [ -n "${COMPILE_CACHE:-}" ] && [ ! -d "$COMPILE_CACHE" ] && [ ! -f "$COMPILE_CACHE" ]; then
+  echo "error: COMPILE_CACHE=$COMPILE_CACHE: expected a previous call's compile_cache.tgz or a folder it was unpacked into" >&2; exit 2
 fi
 mkdir -p "$out" /tmp/hcache; nproc; nvidia-smi -L
 export TORCHINDUCTOR_CACHE_DIR=/tmp/hcache/inductor TRITON_CACHE_DIR=/tmp/hcache/triton
-if [ -n "${COMPILE_CACHE:-}" ]; then cp -r "$COMPILE_CACHE"/. /tmp/hcache/; fi
+if [ -d "${COMPILE_CACHE:-}" ]; then cp -r "$COMPILE_CACHE"/. /tmp/hcache/
+elif [ -n "${COMPILE_CACHE:-}" ]; then tar xzf "$COMPILE_CACHE" -C /tmp/hcache || exit 1; fi
 pack_cache() { tar czf "$out/compile_cache.tgz" -C /tmp/hcache . && du -h "$out/compile_cache.tgz"; }
 trap pack_cache EXIT
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site_h .whl/*.whl || exit 1
