@@ -3,7 +3,9 @@ command's clip list, pinned starts, per-clip ends; a 2-clip training run on the 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -176,20 +178,41 @@ def test_play_mode_visits_the_clips_in_turn(clip_dir):
     assert seen[1] != seen[0] and all(sorted(set(s)) == [0, 1] for s in seen)
 
 
-def test_two_clip_training_run_completes_on_the_cpu(clip_dir, tmp_path):
+def test_two_clip_training_run_completes_on_the_cpu_and_eval_names_clips_changed_since(clip_dir, tmp_path):
+    folder = tmp_path / "clips"
+    shutil.copytree(clip_dir, folder)
     result = subprocess.run(
         [UNILAB, "train", "--algo", "sac", "--task", "g1_motion_tracking", "--sim", "mujoco", "--preset", "laptop",
          "training.max_iterations=3", "training.num_envs=8", "training.no_play=true", "sim.nthread=1",
-         f"env.motion.file={clip_dir}", f"training.log_dir={tmp_path / 'logs'}"],
+         f"env.motion.file={folder}", f"training.log_dir={tmp_path / 'logs'}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     (run_dir,) = (tmp_path / "logs" / "sac" / "g1_motion_tracking").iterdir()
     summary = json.loads((run_dir / "run_summary.json").read_text())
     assert summary["status"] == "normal_completion" and summary["iterations"] == 3
-    config = json.loads((run_dir / "run_config.json").read_text())["config"]
-    assert config["env"]["motion"]["file"] == str(clip_dir)
+    saved = json.loads((run_dir / "run_config.json").read_text())
+    assert saved["config"]["env"]["motion"]["file"] == str(folder)
     assert (run_dir / "model_last.pt").is_file()
+    digest = {p.stem: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.glob("*.npz")}
+    assert saved["data"] == [{"key": "env.motion.file", "name": n, "file": str(folder / f"{n}.npz"),
+                              "sha256": digest[n]} for n in ("full", "middle")]  # fmt: skip
+
+    # The folder after training: a clip added, another rewritten. Eval scores what is there now
+    # and says so, on stderr, above its table and in its record.
+    shutil.copy(folder / "full.npz", folder / "extra.npz")
+    clip = load_motion(folder / "middle.npz")
+    keys = ("joint_pos", "joint_vel", "body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w")
+    replace(clip, **{k: getattr(clip, k)[:60] for k in keys}).save(folder / "middle.npz")
+    result = subprocess.run([UNILAB, "eval", str(run_dir), "--num-envs", "1", "--json", str(tmp_path / "e.json")],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    line = ("env.motion.file: extra added (the run did not train on it); middle changed (other contents)")
+    assert f"warning: {line}" in result.stderr.splitlines()
+    assert f"not the data the run trained on: {line}" in result.stdout
+    record = json.loads((tmp_path / "e.json").read_text())
+    assert record["data_changes"] == [line]
+    assert [c["name"] for c in record["cases"]] == ["extra", "full", "middle"]
 
 
 def test_shipped_names_the_whole_shipped_set():

@@ -4,6 +4,7 @@ concurrent runs never share, a summary that is written even on a full disk."""
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 from pathlib import Path
 
@@ -77,3 +78,38 @@ def test_the_summary_is_rewritten_in_place_when_no_second_copy_fits(tmp_path, mo
     data = json.loads((tmp_path / "run_summary.json").read_text())
     assert (data["status"], data["error"]) == ("failed", "disk full")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run_summary.json"]
+
+
+def test_data_changes_match_files_by_name_and_contents(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for folder in ("a", "b"):  # the same two files in two places, as on two machines
+        (tmp_path / folder / "walk.npz").write_bytes(b"walk")
+        (tmp_path / folder / "squat.npz").write_bytes(b"squat")
+    trained = [runs.data_file("env.motion.file", n, tmp_path / "a" / f"{n}.npz") for n in ("walk", "squat")]
+    assert trained[0] == {"key": "env.motion.file", "name": "walk", "file": str(tmp_path / "a" / "walk.npz"),
+                          "sha256": hashlib.sha256(b"walk").hexdigest()}
+    moved = [runs.data_file("env.motion.file", n, tmp_path / "b" / f"{n}.npz") for n in ("walk", "squat")]
+    assert runs.data_changes(trained, moved) == []
+
+    (tmp_path / "b" / "squat.npz").write_bytes(b"a deeper squat")
+    (tmp_path / "b" / "lunge.npz").write_bytes(b"lunge")
+    now = [runs.data_file("env.motion.file", n, tmp_path / "b" / f"{n}.npz") for n in ("lunge", "squat")]
+    assert runs.data_changes(trained, now) == [
+        "env.motion.file: lunge added (the run did not train on it); squat changed (other contents); "
+        "walk gone (the run trained on it)"
+    ]
+    assert runs.data_changes(trained, now, given={"env.motion.file"}) == []  # set on purpose: not reported
+
+
+def test_a_task_without_data_files_or_with_unreadable_ones_records_none(tmp_path):
+    class NoData:
+        pass
+
+    class Missing:
+        @staticmethod
+        def data_files(env_cfg):
+            return [runs.data_file("env.motion.file", "x", tmp_path / "nowhere.npz")]
+
+    assert runs.task_data_files(NoData(), None) == []
+    assert runs.task_data_files(Missing(), None) == []  # building the env reports the missing file

@@ -1,6 +1,7 @@
 """Run directories: ``<log_dir>/<algo>/<task>/<YYYY-MM-DD_HH-MM-SS>_<sim>/``.
 
-Each holds ``run_config.json`` (resolved config, plugins, workspace pins, git state, hardware),
+Each holds ``run_config.json`` (resolved config, plugins, workspace pins, git state, hardware,
+the task's data files with their digests),
 ``run_summary.json`` (status and headline numbers, schema in docs/run_summary.md), checkpoints
 (``model_<iteration>.pt``, ``model_last.pt``) and TensorBoard events.
 
@@ -12,6 +13,7 @@ write (a full disk) leaves no temporary file behind.
 from __future__ import annotations
 
 import errno
+import hashlib
 import io
 import json
 import logging
@@ -241,6 +243,71 @@ class RunSummary:
             except OSError:
                 raise exc from None
             log.warning("run_summary.json rewritten in place: %s", os_error_line(exc))
+
+
+def data_file(key: str, name: str, path: str | Path) -> dict[str, str]:
+    """One data file as ``run_config.json``'s ``data`` records it (:class:`unilab.tasks.spec.TaskSpec`).
+
+    Args:
+        key: the config key that names the file, e.g. ``"env.motion.file"``.
+        name: the file's name in the task (a clip's name), unique within ``key``.
+        path: the file.
+
+    Returns:
+        ``{"key", "name", "file" (absolute), "sha256" (hex digest of its bytes)}``.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    path = Path(path).resolve()
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return {"key": key, "name": name, "file": str(path), "sha256": digest.hexdigest()}
+
+
+def task_data_files(task_spec: Any, env_cfg: Any) -> list[dict[str, str]]:
+    """The data files a task's env reads under ``env_cfg`` (``TaskSpec.data_files``; [] for a task
+    without); [] too when they cannot be listed or read, which building the env reports."""
+    fn = getattr(task_spec, "data_files", None)
+    if fn is None:
+        return []
+    try:
+        return list(fn(env_cfg))
+    except (OSError, ValueError):  # a missing or malformed file: the env builder's message says it
+        return []
+
+
+def data_changes(recorded: list[dict[str, str]], current: list[dict[str, str]],
+                 given: set[str] = frozenset()) -> list[str]:
+    """How the data files an env is rebuilt from differ from those the run trained on, one line
+    per config key: files added, gone, or changed (same name, other bytes). Files are matched by
+    name, so the same files found at another path (another machine, a reinstalled package) are
+    no change.
+
+    Args:
+        recorded: ``run_config.json``'s ``data`` (:func:`data_file` records).
+        current: the same for the env about to be built.
+        given: config keys the caller set on purpose (overrides): not reported.
+
+    Returns:
+        e.g. ``["env.motion.file: imp added (the run did not train on it); squat changed (other
+        contents)"]``; [] when nothing differs.
+    """
+    keys = dict.fromkeys(r["key"] for r in [*recorded, *current])
+    lines = []
+    for key in keys:
+        if key in given:
+            continue
+        old = {r["name"]: r["sha256"] for r in recorded if r["key"] == key}
+        new = {r["name"]: r["sha256"] for r in current if r["key"] == key}
+        parts = [f"{n} added (the run did not train on it)" for n in new if n not in old]
+        parts += [f"{n} changed (other contents)" for n in new if n in old and new[n] != old[n]]
+        parts += [f"{n} gone (the run trained on it)" for n in old if n not in new]
+        if parts:
+            lines.append(f"{key}: " + "; ".join(parts))
+    return lines
 
 
 def resolve_run_dir(run: str, log_dir: str | Path = "logs") -> Path:

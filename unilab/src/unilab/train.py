@@ -166,6 +166,7 @@ def _open_run_dir(p: RunPlan, env, learner, resume: dict | None,
         "plugins": plugins,
         "workspace": runs.workspace_state(),
         "hardware": runs.hardware_info(),
+        "data": runs.task_data_files(p.task_reg.item, p.cfg.env),
         "resumed_from": resume,
         "distributed": p.dctx.summary(),
     })

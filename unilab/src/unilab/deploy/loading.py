@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -414,6 +415,10 @@ def make_env(loaded: LoadedRun, num_envs: int):
         raise UserError(f"--num-envs must be >= 1, got {num_envs}")
     cfg = loaded.cfg
     _check_model_file(loaded)
+    for line in data_changes(loaded):
+        if line not in _WARNED:  # once per process: an evaluation may build several envs of a run
+            _WARNED.add(line)
+            print(f"warning: {line}", file=sys.stderr, flush=True)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     nthread = min(cfg.sim.nthread or cores, num_envs)
     try:
@@ -429,6 +434,24 @@ def make_env(loaded: LoadedRun, num_envs: int):
             )
     except (ValueError, FileNotFoundError) as exc:
         raise UserError(f"could not build task {loaded.task!r}: {exc}") from None
+
+
+_WARNED: set[str] = set()
+
+
+def data_changes(loaded: LoadedRun) -> list[str]:
+    """How the data files the run's env is rebuilt from (``TaskSpec.data_files`` under
+    ``loaded.cfg``) differ from those ``run_config.json`` recorded at training
+    (:func:`unilab.runs.data_changes`), e.g. a clip added to the folder ``env.motion.file``
+    names; keys the caller's overrides set are not compared. [] for a run that recorded none."""
+    try:
+        recorded = read_run_config(loaded.run_dir).get("data")
+    except UserError:
+        return []
+    if not isinstance(recorded, list) or not recorded:
+        return []
+    given = {o.split("=", 1)[0].strip() for o in loaded.overrides}
+    return runs.data_changes(recorded, runs.task_data_files(loaded.task_reg.item, loaded.cfg.env), given)
 
 
 def _check_model_file(loaded: LoadedRun) -> None:

@@ -5,7 +5,9 @@ The JSON record (schema :data:`SCHEMA`) holds the suite's result (:class:`SuiteR
 verdict, one entry per case) and where it came from: run, task, algo, the robot evaluated on
 (``robot``: ``name``, ``mjcf``, the model file's absolute path or null for the robot's own model,
 ``actuators`` and ``feet``; ``transfer``: null, or for ``unilab eval --transfer`` the model the
-run trained on and a one-line comparison), the evaluated file (checkpoint or ONNX), its
+run trained on and a one-line comparison; ``data_changes``: how the data files the env was built
+from differ from those the run trained on, one line per config key, e.g. a clip added to the
+motion folder), the evaluated file (checkpoint or ONNX), its
 iteration and which actor it holds (``policy.actor``: the actor's moving average with its
 ``algo.actor_ema``, or the online actor), rows per case, seed, the settings the env was built
 with, the wall time and env steps the evaluation took.
@@ -44,13 +46,16 @@ def make_record(
     robot: dict[str, Any] | None = None,
     transfer: dict[str, Any] | None = None,
     actor: str | None = None,
+    data_changes: list[str] | None = None,
 ) -> dict[str, Any]:
     """The JSON record of one evaluation (module docstring). ``robot``: the robot settings
     evaluated on (:func:`unilab.robots.robot_settings`: name, model file or null, actuators,
     feet). ``transfer``: for an evaluation on another model than the run trained on, ``settings``
     (the ``robot.*`` items), ``trained_robot`` (the run's robot settings) and ``text`` (one line:
     evaluated vs trained); None otherwise. ``actor``: which actor the policy is, in words
-    (:attr:`unilab.deploy.loading.LoadedRun.deployed_actor`), kept as ``policy.actor`` when given."""
+    (:attr:`unilab.deploy.loading.LoadedRun.deployed_actor`), kept as ``policy.actor`` when given.
+    ``data_changes``: :func:`unilab.deploy.loading.data_changes` of the evaluated env ([] or None:
+    the files the run trained on)."""
     import unilab
 
     return {
@@ -60,6 +65,7 @@ def make_record(
         "algo": algo,
         "robot": robot,
         "transfer": transfer,
+        "data_changes": list(data_changes or []),
         "run": str(run_dir),
         "policy": {"kind": policy_kind, "file": policy_file, "iteration": iteration, "final": final,
                    **({"actor": actor} if actor else {})},
@@ -128,6 +134,8 @@ def print_report(result: SuiteResult, record: dict[str, Any], file=None) -> None
     transfer = record.get("transfer")
     if transfer:  # a transfer evaluation says so above its table, and on which model
         console.print(f"transfer: {transfer['text']}", style="bold", markup=False)
+    for line in record.get("data_changes") or ():  # scored on other data than the run trained on
+        console.print(f"not the data the run trained on: {line}", style="bold", markup=False)
     table = Table(*result.columns, title=title, title_justify="left")
     for row in result.rows:
         style = None if row[-1].startswith("pass") else "red"

@@ -75,10 +75,11 @@ class EvalSession:
     plan: Plan = field(init=False)
     loaded: Any = field(init=False)
     trained_robot: dict[str, Any] = field(init=False)
+    data_changes: list[str] = field(init=False, default_factory=list)
     env: Any = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        from unilab.deploy.loading import make_env, run_config
+        from unilab.deploy.loading import data_changes, make_env, run_config
 
         self.run_dir = Path(self.run_dir)
         checkpoint = self.checkpoint or self.run_dir / "run_config.json"
@@ -97,6 +98,7 @@ class EvalSession:
         self._make_env = make_env
         self._cache: dict[str, Any] = {}
         self.env = make_env(self.loaded, self.plan.rows)
+        self.data_changes = data_changes(self.loaded)
 
     @property
     def settings(self) -> list[str]:
@@ -253,7 +255,7 @@ def evaluate(
         policy_kind="onnx" if onnx else "checkpoint", policy_file=relative_to_run(path, run_dir),
         iteration=iteration, final=final, num_envs=session.plan.num_envs, rows=session.plan.rows, seed=seed,
         overrides=session.settings, wall_time_s=time.perf_counter() - t0,
-        robot=robot, transfer=moved, actor=actor,
+        robot=robot, transfer=moved, actor=actor, data_changes=session.data_changes,
     )  # fmt: skip
     # A run's eval_<suite>.json and run_summary.json hold whole-suite records of the model it
     # trained on; a --case selection goes to eval_<suite>_cases[_<iteration>].json, a transfer to

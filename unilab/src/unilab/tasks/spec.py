@@ -1,5 +1,5 @@
 """What a task registers: its settings model, its env builder, its owner YAML defaults, its
-evaluation suites and the curricula a resumed run restores."""
+evaluation suites, the curricula a resumed run restores and the data files a run records."""
 
 from __future__ import annotations
 
@@ -56,6 +56,12 @@ class TaskSpec:
             (``training.eval_interval``); empty: the task cannot be evaluated.
         curricula: the env curricula whose state checkpoints record and resumed runs restore
             (:class:`CurriculumState`); empty: a resumed run's env starts as a new one.
+        data_files: ``data_files(env_cfg) -> list[dict]``: the data files the env reads besides
+            the robot model (e.g. reference motions), each ``{"key": config key, "name": the
+            file's name in the task, "file": path, "sha256": hex digest}``
+            (:func:`unilab.runs.data_file`). Training records them in ``run_config.json``
+            (``data``); play, eval and export warn when the files they rebuild the env from
+            differ (:func:`unilab.runs.data_changes`). None: the task reads no data files.
     """
 
     config_cls: type[BaseModel]
@@ -64,3 +70,4 @@ class TaskSpec:
     description: str = ""
     eval_suites: tuple[Any, ...] = ()
     curricula: tuple[CurriculumState, ...] = ()
+    data_files: Callable[[BaseModel], list[dict[str, str]]] | None = None

@@ -25,7 +25,7 @@ from unilab.envs import mdp
 from unilab.envs.contact import ContactSensorCfg
 from unilab.envs.manager_based_rl_env import EnvCfg, ManagerBasedRlEnv
 from unilab.envs.managers import EventTerm, ObsTerm, RewardTerm, TerminationTerm
-from unilab.motion.library import MotionLibrary, load_motion_library
+from unilab.motion.library import MotionLibrary, library_entries, load_motion_library
 from unilab.robots import RobotDescription, g1
 from unilab.tasks.g1_motion_tracking import mdp as tmdp
 from unilab.tasks.g1_motion_tracking.config import (
@@ -75,6 +75,26 @@ def soft_joint_limits(joint_names: tuple[str, ...]) -> torch.Tensor:
     return torch.stack((mid - half, mid + half), dim=1)
 
 
+def motion_source(cfg: G1MotionTrackingConfig) -> Path:
+    """What ``env.motion.file`` names: the file, folder or manifest, a shipped one by name, or the
+    default clip when unset (:func:`shipped_motion`)."""
+    path = cfg.motion.file or DEFAULT_MOTION
+    return Path(shipped_motion(path) or path)
+
+
+def motion_data_files(cfg: G1MotionTrackingConfig) -> list[dict[str, str]]:
+    """The clip files ``env.motion.file`` names, by clip name, with their digests
+    (``TaskSpec.data_files``; :func:`unilab.runs.data_file`).
+
+    Raises:
+        MotionFormatError: (a ValueError) no such path, or a bad manifest or folder.
+        OSError: a clip that cannot be read.
+    """
+    from unilab.runs import data_file
+
+    return [data_file("env.motion.file", name, file) for file, _, name in library_entries(motion_source(cfg))]
+
+
 def load_task_motion(cfg: G1MotionTrackingConfig, step_dt: float,
                      joint_names: tuple[str, ...] = g1.G1_JOINT_NAMES) -> MotionLibrary:
     """The configured clips (``env.motion.file``: one npz, a folder of npz or a manifest;
@@ -86,8 +106,7 @@ def load_task_motion(cfg: G1MotionTrackingConfig, step_dt: float,
     """
     from unilab.motion import MotionFormatError
 
-    path = cfg.motion.file or DEFAULT_MOTION
-    path = shipped_motion(path) or path
+    path = motion_source(cfg)
     if not Path(path).exists():  # name the setting, not only the file
         raise MotionFormatError(path, "env.motion.file", f"expected an existing motion .npz, a folder of .npz, a "
                                 f"manifest (.yaml/.json), `shipped` (every shipped clip) or a shipped clip's name "

@@ -31,7 +31,7 @@ def tracking_suite():
 def unilab_register_tasks(register):
     """Register ``g1_motion_tracking``: G1 whole-body motion tracking (BeyondMimic)."""
     from unilab.tasks.g1_motion_tracking.config import G1MotionTrackingConfig
-    from unilab.tasks.g1_motion_tracking.env_cfg import make_env
+    from unilab.tasks.g1_motion_tracking.env_cfg import make_env, motion_data_files
     from unilab.tasks.spec import TaskSpec
 
     register(
@@ -42,5 +42,6 @@ def unilab_register_tasks(register):
             owner_configs=Path(__file__).parent / "configs",
             description="Unitree G1 29-DoF tracks a reference motion clip (BeyondMimic)",
             eval_suites=(tracking_suite(),),
+            data_files=motion_data_files,
         ),
     )
