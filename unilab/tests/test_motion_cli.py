@@ -116,6 +116,23 @@ def test_inspect_takes_a_shipped_clip_by_name(run, tmp_path):
     assert result.returncode == 2 and result.stderr.startswith("error:") and "squat" in result.stderr
 
 
+def test_inspect_refuses_a_set_of_clips_and_lists_shipped_names_for_a_missing_file(run, tmp_path):
+    shutil.copy(DEFAULT_MOTION, tmp_path / "a.npz")
+    (tmp_path / "set.yaml").write_text("clips:\n  - a.npz\n  - file: a.npz\n    name: b\n")
+    result = run("motion", "inspect", "set.yaml", cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.splitlines() == [
+        f"error: motion file 'set.yaml': a manifest of 2 clips; expected one clip: inspect each of its files, "
+        f"e.g. `unilab motion inspect {tmp_path / 'a.npz'}`"
+    ]
+    result = run("motion", "inspect", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 2 and f"motion file '{tmp_path}': a folder of 1 clip; expected one clip" in result.stderr
+    result = run("motion", "inspect", "sqat", cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.splitlines() == [
+        "error: motion file 'sqat': no such file; expected a motion file or a shipped clip's name (default, lunge, "
+        "reach, sidestep, squat, start_stop, turn_in_place, twist, walk_backward, walk_forward)"
+    ]
+
+
 def test_inspect_reports_soft_limit_violations_and_rejects_bad_files(run, tmp_path):
     with np.load(DEFAULT_MOTION) as data:
         arrays = {k: data[k].copy() for k in data.files}
@@ -145,6 +162,20 @@ def test_import_writes_a_loadable_clip(run, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "51 frames at 50 fps (1.00 s), 29 joints, 30 bodies" in result.stdout
     assert load_motion(tmp_path / "a.npz").num_frames == 51
+
+
+def test_reimporting_a_clip_says_its_bodies_match_forward_kinematics_and_shifted_ones_do_not(run, tmp_path):
+    result = run("motion", "import", str(DEFAULT_MOTION), "--out", str(tmp_path / "same.npz"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "  stored body positions match forward kinematics on the G1 (within 0.05 mm); bodies recomputed" in (
+        result.stdout.splitlines())
+    with np.load(DEFAULT_MOTION) as data:
+        arrays = {k: data[k].copy() for k in data.files}
+    arrays["body_pos_w"][:, 3, 2] += 0.002  # one body 2 mm off in every frame
+    np.savez(tmp_path / "off.npz", **arrays)
+    result = run("motion", "import", str(tmp_path / "off.npz"), "--out", str(tmp_path / "b.npz"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "differ from forward kinematics on the G1 by up to 2.0 mm" in result.stdout
 
 
 def test_a_wxyz_csv_is_one_error_line_and_imports_with_quat_order(run, tmp_path):

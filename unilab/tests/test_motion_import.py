@@ -104,8 +104,8 @@ def _good_rows(n: int = 3) -> str:
          r"\(column 0 is 'root_x'\); a header row is not expected"),
         (_good_rows() + "1,2,3\n" + _good_rows(), r"key 'columns': line 4 has 3 columns, line 1 \(the first row\) "
          r"has 36; expected 36 on every line"),
-        (_good_rows() + _good_rows(1).replace("0.75", "0.7x"), r"key 'values': expected numbers, line 4 column 2 "
-         r"is '0.7x'"),
+        (_good_rows() + _good_rows(1).replace("0.75", "0.7x"), r"key 'values': expected numbers, found '0.7x' at row 3, "
+         r"column 2 \(line 4\)"),
     ],
     ids=["empty", "comments_only", "header", "ragged", "word"],
 )

@@ -57,7 +57,8 @@ def test_folder_and_manifests_give_the_same_clips(clip_dir, tmp_path):
     [
         ("clips:\n  - file: full.npz\n  - file: middle.npz\n    weight: 0\n", r"key 'clips\[1\]\.weight'.*greater than 0"),
         ("clips:\n  - file: full.npz\n    speed: 2\n", r"key 'clips\[0\]\.speed'.*extra"),
-        ("clips:\n  - full.npz\n  - file: middle.npz\n    name: full\n", r"clip name 'full' is used twice"),
+        ("clips:\n  - full.npz\n  - file: middle.npz\n    name: full\n",
+         r"key 'clips\[1\]\.name': clip name 'full' is also clips\[0\]'s; expected a unique name"),
         ("clips:\n  - full.npz\n  - nothere.npz\n", r"bad.yaml': key 'clips\[1\]\.file': '.*nothere.npz' does not "
          r"exist; expected an existing .npz clip"),
         ("clips: [\n", r"key 'file': expected a YAML manifest"),

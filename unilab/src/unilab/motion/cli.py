@@ -118,7 +118,9 @@ def motion_import(
                f"joint order from {result.joint_order}")
     for note in result.notes:
         typer.echo(f"  note: {note}")
-    if result.body_deviation_m is not None:
+    if result.body_deviation_m is not None and result.body_deviation_m < 5e-5:
+        typer.echo("  stored body positions match forward kinematics on the G1 (within 0.05 mm); bodies recomputed")
+    elif result.body_deviation_m is not None:
         typer.echo(f"  stored body positions differ from forward kinematics on the G1 by up to "
                    f"{result.body_deviation_m * 1e3:.1f} mm ({result.body_deviation_body}); bodies recomputed")
     _write_npz(out_path, clip.save)
@@ -167,11 +169,23 @@ def motion_inspect(
     from unilab.motion.inspect import inspect_motion, load_for_inspection, render_clip
     from unilab.tasks.g1_motion_tracking.config import SHIPPED, shipped_clip_names, shipped_motion
 
+    from unilab.motion.library import MANIFEST_SUFFIXES, library_entries
+
     shipped = shipped_motion(path)
+    names = ", ".join(shipped_clip_names())
     if shipped is not None and path == SHIPPED:
-        _fail(f"motion file {path!r}: expected one clip; the shipped set's are {', '.join(shipped_clip_names())}")
+        _fail(f"motion file {path!r}: expected one clip; the shipped set holds {names}: inspect one by name")
     if shipped is not None:
         path = str(shipped)
+    elif not Path(path).exists():
+        _fail(f"motion file {path!r}: no such file; expected a motion file or a shipped clip's name ({names})")
+    if Path(path).is_dir() or Path(path).suffix.lower() in MANIFEST_SUFFIXES:  # a set of clips, as training takes
+        try:
+            clips = [str(file) for file, _, _ in library_entries(path)]
+        except MotionFormatError as exc:
+            _fail(str(exc))
+        _fail(f"motion file {path!r}: a {'folder' if Path(path).is_dir() else 'manifest'} of {len(clips)} clip{'s' * (len(clips) != 1)}; "
+              f"expected one clip: inspect each of its files, e.g. `unilab motion inspect {clips[0]}`")
     try:
         clip, layout = load_for_inspection(path, fps=fps, joint_order=joint_order, robot_mjcf=robot_mjcf,
                                            quat_order=quat_order)

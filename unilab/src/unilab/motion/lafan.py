@@ -70,7 +70,8 @@ def _parse_rows(path: Path) -> tuple[np.ndarray, np.ndarray]:
                     f"{NUM_COLUMNS} numbers): delete that line",
                 ) from None  # fmt: skip
             raise MotionFormatError(
-                path, "values", f"expected numbers, line {number} column {col} is {fields[col].strip()!r}"
+                path, "values", f"expected numbers, found {fields[col].strip()!r} at row {len(rows)}, column {col} "
+                f"(line {number})"
             ) from None
         lines.append(number)
     if not rows:

@@ -158,13 +158,12 @@ def library_entries(path: str | os.PathLike[str]) -> list[tuple[Path, float, str
         raise MotionFormatError(
             path, "file", "expected a motion .npz, a folder of .npz or a manifest (.yaml/.yml/.json)"
         )
-    seen: dict[str, Path] = {}
-    for file, _, name in entries:
+    seen: dict[str, int] = {}  # only a manifest can name two clips alike (a folder's stems differ)
+    for i, (_, _, name) in enumerate(entries):
         if name in seen:
-            raise MotionFormatError(
-                path, "name", f"clip name {name!r} is used twice ({seen[name]} and {file}); name them in a manifest"
-            )
-        seen[name] = file
+            raise MotionFormatError(path, f"clips[{i}].name", f"clip name {name!r} is also clips[{seen[name]}]'s; "
+                                                               f"expected a unique name per clip (give it a `name:`)")
+        seen[name] = i
     return entries
 
 
