@@ -196,6 +196,13 @@ def test_a_wxyz_csv_is_one_error_line_and_imports_with_quat_order(run, tmp_path)
     assert "warning" not in ok.stderr, ok.stderr  # upright: no floating warning
     inspected = run("motion", "inspect", str(tmp_path / "wxyz.csv"), "--quat-order", "wxyz", cwd=tmp_path)
     assert inspected.returncode == 0, inspected.stderr
+    # the file's own frames and rate beside the rate it is inspected at (the importer's 50 fps)
+    assert ("layout:   lafan_csv, 31 frames at 30 fps in the file (inspected as `unilab motion import` would "
+            "write it, at 50 fps)") in inspected.stdout.splitlines()
+    assert "fps:      50" in inspected.stdout and "frames:   51" in inspected.stdout
+    report = json.loads(run("motion", "inspect", str(tmp_path / "wxyz.csv"), "--quat-order", "wxyz", "--json",
+                            cwd=tmp_path).stdout)  # fmt: skip
+    assert (report["layout"], report["source_frames"], report["source_fps"], report["fps"]) == ("lafan_csv", 31, 30, 50)
 
 
 def test_import_out_must_name_an_npz_and_its_folder_is_created(run, tmp_path):

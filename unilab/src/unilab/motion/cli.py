@@ -184,12 +184,13 @@ def motion_inspect(
             clips = [str(file) for file, _, _ in library_entries(path)]
         except MotionFormatError as exc:
             _fail(str(exc))
-        _fail(f"motion file {path!r}: a {'folder' if Path(path).is_dir() else 'manifest'} of {len(clips)} clip{'s' * (len(clips) != 1)}; "
-              f"expected one clip: inspect each of its files, e.g. `unilab motion inspect {clips[0]}`")
+        kind, n = "folder" if Path(path).is_dir() else "manifest", len(clips)
+        _fail(f"motion file {path!r}: a {kind} of {n} clip{'s' * (n != 1)}; expected one clip: inspect each of "
+              f"its files, e.g. `unilab motion inspect {clips[0]}`")
     try:
-        clip, layout = load_for_inspection(path, fps=fps, joint_order=joint_order, robot_mjcf=robot_mjcf,
-                                           quat_order=quat_order)
-        report = inspect_motion(clip, robot_mjcf=robot_mjcf, layout=layout)
+        clip, layout, source_rate = load_for_inspection(path, fps=fps, joint_order=joint_order,
+                                                        robot_mjcf=robot_mjcf, quat_order=quat_order)
+        report = inspect_motion(clip, robot_mjcf=robot_mjcf, layout=layout, source_rate=source_rate)
     except MotionFormatError as exc:
         _fail(str(exc))
     if as_json:

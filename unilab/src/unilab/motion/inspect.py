@@ -159,6 +159,7 @@ class InspectReport:
     thresholds: Thresholds
     warnings: list[str] = field(default_factory=list)
     layout: str | None = None
+    source_rate: tuple[int, float] | None = None
 
     @property
     def self_collision_frames(self) -> list[int]:
@@ -174,6 +175,8 @@ class InspectReport:
         return {
             "file": self.source,
             "layout": self.layout,
+            "source_frames": self.source_rate[0] if self.source_rate else None,
+            "source_fps": self.source_rate[1] if self.source_rate else None,
             "fps": self.fps,
             "frames": self.num_frames,
             "duration_s": round(self.duration_s, 4),
@@ -208,7 +211,10 @@ class InspectReport:
         """Human-readable report."""
         out = [f"file:     {self.source}"]
         if self.layout:
-            out.append(f"layout:   {self.layout} (inspected as `unilab motion import` would write it)")
+            held = (f", {self.source_rate[0]} frames at {self.source_rate[1]:g} fps in the file"
+                    if self.source_rate else "")
+            out.append(f"layout:   {self.layout}{held} (inspected as `unilab motion import` would write it, "
+                       f"at {self.fps:g} fps)")
         out += [
             f"fps:      {self.fps:g}",
             f"frames:   {self.num_frames}",
@@ -314,6 +320,7 @@ def inspect_motion(
     robot_mjcf: str | None = None,
     thresholds: Thresholds = Thresholds(),
     layout: str | None = None,
+    source_rate: tuple[int, float] | None = None,
 ) -> InspectReport:
     """Check a clip on the simulated G1 (see the module docstring).
 
@@ -322,6 +329,7 @@ def inspect_motion(
         robot_mjcf: a user G1 MJCF (default: the built-in G1), with the task's floor added.
         thresholds: what counts as a problem.
         layout: the source layout when the clip came through the importer (for the report).
+        source_rate: (frames, fps) of that source file, before the importer resampled it.
 
     Raises:
         MotionFormatError: the clip has no pelvis body or lacks a joint of the model.
@@ -393,7 +401,7 @@ def inspect_motion(
         max_float_mm=float(clearance.max()) * 1e3, min_clearance_mm=float(clearance.min()) * 1e3,
         self_collisions=self_hits, joint_speed=joint_speed,
         root_lin_speed_max=float(lin.max()), root_ang_speed_max=float(ang.max()), root_fast_frames=fast,
-        thresholds=t, layout=layout,
+        thresholds=t, layout=layout, source_rate=source_rate,
     )  # fmt: skip
     report.warnings = _warnings(report)
     return report
@@ -462,12 +470,13 @@ def _warnings(r: InspectReport) -> list[str]:
 def load_for_inspection(
     path: str | os.PathLike[str], *, fps: float | None = None, joint_order: str | None = None,
     robot_mjcf: str | None = None, quat_order: str | None = None,
-) -> tuple[MotionClip, str | None]:
+) -> tuple[MotionClip, str | None, tuple[int, float] | None]:
     """The clip to inspect: a complete clip npz as stored (checked by :func:`load_motion`),
     anything else as ``unilab motion import`` would convert it (at 50 fps).
 
     Returns:
-        (clip, the source layout when it went through the importer, else None).
+        (clip, the source layout and the source file's (frames, fps) when it went through the
+        importer, else None and None).
 
     Raises:
         MotionFormatError: an unreadable or invalid file.
@@ -483,9 +492,9 @@ def load_for_inspection(
         except Exception:  # noqa: BLE001 - the importer reports an unreadable file
             complete = False
     if complete and fps is None and joint_order is None and quat_order is None:
-        return load_motion(path, joint_names=g1.G1_JOINT_NAMES), None
+        return load_motion(path, joint_names=g1.G1_JOINT_NAMES), None, None
     result = import_motion(path, fps=fps, joint_order=joint_order, robot_mjcf=robot_mjcf, quat_order=quat_order)
-    return result.clip, result.layout
+    return result.clip, result.layout, (result.source_frames, result.source_fps)
 
 
 __all__ = [
