@@ -167,9 +167,8 @@ def motion_inspect(
     from unilab.deploy.video import VideoError
     from unilab.motion.clip import MotionFormatError
     from unilab.motion.inspect import inspect_motion, load_for_inspection, render_clip
-    from unilab.tasks.g1_motion_tracking.config import SHIPPED, shipped_clip_names, shipped_motion
-
     from unilab.motion.library import MANIFEST_SUFFIXES, library_entries
+    from unilab.tasks.g1_motion_tracking.config import SHIPPED, shipped_clip_names, shipped_motion
 
     shipped = shipped_motion(path)
     names = ", ".join(shipped_clip_names())
