@@ -205,15 +205,18 @@ def test_two_clip_training_run_completes_on_the_cpu_and_eval_names_clips_changed
     clip = load_motion(folder / "middle.npz")
     keys = ("joint_pos", "joint_vel", "body_pos_w", "body_quat_w", "body_lin_vel_w", "body_ang_vel_w")
     replace(clip, **{k: getattr(clip, k)[:60] for k in keys}).save(folder / "middle.npz")
-    result = subprocess.run([UNILAB, "eval", str(run_dir), "--num-envs", "1", "--json", str(tmp_path / "e.json")],
+    result = subprocess.run([UNILAB, "eval", str(run_dir), "--num-envs", "1"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     line = ("env.motion.file: extra added (the run did not train on it); middle changed (other contents)")
     assert f"warning: {line}" in result.stderr.splitlines()
     assert f"not the data the run trained on: {line}" in result.stdout
-    record = json.loads((tmp_path / "e.json").read_text())
+    record = json.loads((run_dir / "eval_tracking_data_changed.json").read_text())
     assert record["data_changes"] == [line]
     assert [c["name"] for c in record["cases"]] == ["extra", "full", "middle"]
+    # the score on other clips is not the run's: its summary and eval_tracking.json stay without one
+    assert "eval" not in json.loads((run_dir / "run_summary.json").read_text())
+    assert not (run_dir / "eval_tracking.json").exists()
 
 
 def test_shipped_names_the_whole_shipped_set():

@@ -257,14 +257,17 @@ def evaluate(
         overrides=session.settings, wall_time_s=time.perf_counter() - t0,
         robot=robot, transfer=moved, actor=actor, data_changes=session.data_changes,
     )  # fmt: skip
-    # A run's eval_<suite>.json and run_summary.json hold whole-suite records of the model it
-    # trained on; a --case selection goes to eval_<suite>_cases[_<iteration>].json, a transfer to
-    # eval_<suite>[_cases]_transfer[_<iteration>].json, and both leave them as they are.
+    # A run's eval_<suite>.json and run_summary.json hold whole-suite records of the model and
+    # data it trained on; a --case selection goes to eval_<suite>_cases[_<iteration>].json, a
+    # transfer to eval_<suite>[_cases]_transfer[_<iteration>].json, an env built from data files
+    # that changed since training to eval_<suite>[_cases][_transfer]_data_changed[_<iteration>].json,
+    # and each leaves them as they are.
     stem = f"eval_{result.suite}_cases" if cases else f"eval_{result.suite}"
     stem += "_transfer" if transfer else ""
+    stem += "_data_changed" if session.data_changes else ""
     name = f"{stem}.json" if final else f"{stem}_{iteration}.json"
     out = write_record(Path(json_path) if json_path else run_dir / name, record)
-    if not cases and not transfer:
+    if not cases and not transfer and not session.data_changes:
         record_in_summary(run_dir, record)
     if print_table:
         print_report(result, record)
