@@ -57,7 +57,10 @@ def test_reset_keyframe_plus_perturbation_in_one_call(model):
 def test_velocity_stage_reset_has_the_kinematics_and_the_trajectory_of_a_full_one(model, persistent, derived):
     """A reset that stops after the velocity stage gives the reset rows the full reset's state,
     poses and position/velocity sensors, leaves their acceleration-stage values zero, and every
-    later step equals the full reset's bit for bit (the box lands on the plane: contacts)."""
+    later step equals the full reset's bit for bit (the box lands on the plane: contacts). The
+    batch's copied outputs of those values are zero too, except that a non-persistent batch on
+    several threads sometimes leaves a reset row's as its own last step wrote them (as
+    ``Batch.reset`` documents; a few rows in a hundred here)."""
     acc_sensor = np.zeros(model.nsensordata, bool)
     for s in range(model.nsensor):
         if model.sensor_needstage[s] == int(mujoco.mjtStage.mjSTAGE_ACC):
@@ -72,6 +75,7 @@ def test_velocity_stage_reset_has_the_kinematics_and_the_trajectory_of_a_full_on
         for u in controls[:3]:
             batch.step(u, NSTEP)
         dqpos = np.random.default_rng(1).normal(0, 0.1, (2, model.nv))
+        before = (np.array(batch.sensordata), np.array(batch.bind("cfrc_ext")))
         batch.reset([3, 1], dqpos=dqpos, stage=int(stage))
         after = (batch.get_state(spec=FULL), np.array(batch.sensordata), np.array(batch.bind("cfrc_ext")))
         for u in controls[3:]:
@@ -81,7 +85,12 @@ def test_velocity_stage_reset_has_the_kinematics_and_the_trajectory_of_a_full_on
     (full, full_end, full_sensors), (vel, vel_end, vel_sensors) = runs
     np.testing.assert_array_equal(vel[0], full[0])  # qpos, qvel, act, time, ...
     np.testing.assert_array_equal(vel[1][:, ~acc_sensor], full[1][:, ~acc_sensor])
-    assert (vel[1][[3, 1]][:, acc_sensor] == 0).all() and (vel[2][[3, 1]] == 0).all()
+    for row in (3, 1):
+        outputs = (vel[1][row, acc_sensor], vel[2][row])
+        own_last_step = (before[0][row, acc_sensor], before[1][row])  # the last VEL-stage run's
+        zero = all((o == 0).all() for o in outputs)
+        kept = all(np.array_equal(o, k) for o, k in zip(outputs, own_last_step))
+        assert zero or (kept and not persistent), (row, outputs)
     np.testing.assert_array_equal(vel[1][[0, 2, 4]], full[1][[0, 2, 4]])
     np.testing.assert_array_equal(vel_end, full_end)
     np.testing.assert_array_equal(vel_sensors, full_sensors)
