@@ -179,7 +179,7 @@ def test_play_mode_visits_the_clips_in_turn(clip_dir):
     assert seen[1] != seen[0] and all(sorted(set(s)) == [0, 1] for s in seen)
 
 
-def test_two_clip_training_run_completes_on_the_cpu_and_eval_names_clips_changed_since(clip_dir, tmp_path):
+def test_two_clip_training_run_completes_on_the_cpu_and_eval_and_export_name_clips_changed_since(clip_dir, tmp_path):
     folder = tmp_path / "clips"
     shutil.copytree(clip_dir, folder)
     result = subprocess.run(
@@ -217,6 +217,17 @@ def test_two_clip_training_run_completes_on_the_cpu_and_eval_names_clips_changed
     # the score on other clips is not the run's: its summary and eval_tracking.json stay without one
     assert "eval" not in json.loads((run_dir / "run_summary.json").read_text())
     assert not (run_dir / "eval_tracking.json").exists()
+    # export says so too: on stderr, in its summary record and in the ONNX file's metadata
+    result = subprocess.run([UNILAB, "export", str(run_dir)], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert f"warning: {line}" in result.stderr.splitlines()
+    assert json.loads((run_dir / "run_summary.json").read_text())["onnx"]["data_changes"] == [line]
+    from unilab.eval.policy import read_metadata
+
+    meta = read_metadata(run_dir / "policy.onnx")
+    assert meta["source"]["data_changes"] == [line]
+    assert [c["name"] for c in meta["commands"]["motion"]["clips"]] == ["extra", "full", "middle"]
 
 
 def test_shipped_names_the_whole_shipped_set():

@@ -19,7 +19,10 @@ graph) to ``actions`` (B, num_actions) float32 in the env's action units. The mo
 - ``control``: ``rate_hz``, ``dt_s`` (env step), ``physics_dt_s``, ``decimation``.
 - ``normalizer``: ``in_graph: true``.
 - ``source``: algo, task, sim, iteration, checkpoint, ``actor_ema`` (above 0: the policy is the
-  actor's moving average), the play overrides, the versions.
+  actor's moving average), the play overrides, ``data_changes`` (how the data files the env was
+  rebuilt from differ from those the run trained on: :func:`unilab.deploy.loading.data_changes`;
+  [] when they do not, e.g. a clip added to the motion folder after training, which then appears
+  in ``commands``), the versions.
 - ``robot``: the run's robot settings: ``name`` (``robot.name``), ``mjcf`` (the model file's
   absolute path, or null for the robot's own model), ``actuators`` (``project`` or ``file``)
   and ``feet`` (``model``, ``spheres`` or ``project``).
@@ -55,6 +58,7 @@ import unilab
 from unilab.deploy import DEFAULT_ATOL, DEFAULT_NUM_ENVS
 from unilab.deploy.loading import (
     LoadedRun,
+    data_changes,
     deployed_actor,
     load_run,
     make_env,
@@ -253,6 +257,7 @@ def policy_metadata(loaded: LoadedRun, env, group: str) -> dict[str, Any]:
             "checkpoint": relative_to_run(loaded.checkpoint, loaded.run_dir),
             "actor_ema": loaded.actor_ema,
             "overrides": loaded.overrides,
+            "data_changes": data_changes(loaded),
             "unilab": unilab.__version__,
             "torch": torch.__version__,
         },

@@ -641,7 +641,12 @@ def record_result(run_dir: Path, loaded: LoadedRun, kind: str, entry: dict[str, 
     and ``final_fields`` (``video``, ``onnx_max_abs_diff``) are set beside it. For any other
     checkpoint, ``entry`` goes under ``<kind>_checkpoints[<iteration>]`` (``play_checkpoints``,
     ``onnx_checkpoints``), one entry per iteration, the newest play or export of it winning.
+    An env rebuilt from data files that changed since training adds their
+    :func:`data_changes` to ``entry`` (``data_changes``).
     """
+    changes = data_changes(loaded)
+    if changes:
+        entry = {**entry, "data_changes": changes}
     if loaded.final:
         update_summary(run_dir, **{kind: entry}, **final_fields)
         return
