@@ -20,7 +20,7 @@ graph) to ``actions`` (B, num_actions) float32 in the env's action units. The mo
 - ``normalizer``: ``in_graph: true``.
 - ``source``: algo, task, sim, iteration, checkpoint, ``actor_ema`` (above 0: the policy is the
   actor's moving average), the play overrides, ``data_changes`` (how the data files the env was
-  rebuilt from differ from those the run trained on: :func:`unilab.deploy.loading.data_changes`;
+  rebuilt from differ from those the run trained on: :attr:`unilab.deploy.loading.LoadedRun.data_changes`;
   [] when they do not, e.g. a clip added to the motion folder after training, which then appears
   in ``commands``), the versions.
 - ``robot``: the run's robot settings: ``name`` (``robot.name``), ``mjcf`` (the model file's
@@ -58,7 +58,6 @@ import unilab
 from unilab.deploy import DEFAULT_ATOL, DEFAULT_NUM_ENVS
 from unilab.deploy.loading import (
     LoadedRun,
-    data_changes,
     deployed_actor,
     load_run,
     make_env,
@@ -257,7 +256,7 @@ def policy_metadata(loaded: LoadedRun, env, group: str) -> dict[str, Any]:
             "checkpoint": relative_to_run(loaded.checkpoint, loaded.run_dir),
             "actor_ema": loaded.actor_ema,
             "overrides": loaded.overrides,
-            "data_changes": data_changes(loaded),
+            "data_changes": loaded.data_changes,
             "unilab": unilab.__version__,
             "torch": torch.__version__,
         },

@@ -8,6 +8,7 @@ overrides (:data:`PLAY_OVERRIDES`) and the caller's on top.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -189,6 +190,22 @@ class LoadedRun(RunPlugins):
     def deployed_actor(self) -> str:
         """Which actor the deterministic policy is, in words (:func:`deployed_actor`)."""
         return deployed_actor(self.actor_ema)
+
+    @functools.cached_property
+    def data_changes(self) -> list[str]:
+        """How the data files the run's env is rebuilt from (``TaskSpec.data_files`` under
+        ``cfg``) differ from those ``run_config.json`` recorded at training
+        (:func:`unilab.runs.data_changes`), e.g. a clip added to the folder ``env.motion.file``
+        names; keys the overrides set are not compared. [] for a run that recorded none. Read
+        and hashed once per loaded run: building its env, its records and its export share it."""
+        try:
+            recorded = read_run_config(self.run_dir).get("data")
+        except UserError:
+            return []
+        if not isinstance(recorded, list) or not recorded:
+            return []
+        given = {o.split("=", 1)[0].strip() for o in self.overrides}
+        return runs.data_changes(recorded, runs.task_data_files(self.task_reg.item, self.cfg.env), given)
 
 
 def run_checkpoints(run_dir: Path) -> list[Path]:
@@ -415,7 +432,7 @@ def make_env(loaded: LoadedRun, num_envs: int):
         raise UserError(f"--num-envs must be >= 1, got {num_envs}")
     cfg = loaded.cfg
     _check_model_file(loaded)
-    for line in data_changes(loaded):
+    for line in loaded.data_changes:
         if line not in _WARNED:  # once per process: an evaluation may build several envs of a run
             _WARNED.add(line)
             print(f"warning: {line}", file=sys.stderr, flush=True)
@@ -437,21 +454,6 @@ def make_env(loaded: LoadedRun, num_envs: int):
 
 
 _WARNED: set[str] = set()
-
-
-def data_changes(loaded: LoadedRun) -> list[str]:
-    """How the data files the run's env is rebuilt from (``TaskSpec.data_files`` under
-    ``loaded.cfg``) differ from those ``run_config.json`` recorded at training
-    (:func:`unilab.runs.data_changes`), e.g. a clip added to the folder ``env.motion.file``
-    names; keys the caller's overrides set are not compared. [] for a run that recorded none."""
-    try:
-        recorded = read_run_config(loaded.run_dir).get("data")
-    except UserError:
-        return []
-    if not isinstance(recorded, list) or not recorded:
-        return []
-    given = {o.split("=", 1)[0].strip() for o in loaded.overrides}
-    return runs.data_changes(recorded, runs.task_data_files(loaded.task_reg.item, loaded.cfg.env), given)
 
 
 def _check_model_file(loaded: LoadedRun) -> None:
@@ -642,11 +644,10 @@ def record_result(run_dir: Path, loaded: LoadedRun, kind: str, entry: dict[str, 
     checkpoint, ``entry`` goes under ``<kind>_checkpoints[<iteration>]`` (``play_checkpoints``,
     ``onnx_checkpoints``), one entry per iteration, the newest play or export of it winning.
     An env rebuilt from data files that changed since training adds their
-    :func:`data_changes` to ``entry`` (``data_changes``).
+    :attr:`LoadedRun.data_changes` to ``entry`` (``data_changes``).
     """
-    changes = data_changes(loaded)
-    if changes:
-        entry = {**entry, "data_changes": changes}
+    if loaded.data_changes:
+        entry = {**entry, "data_changes": loaded.data_changes}
     if loaded.final:
         update_summary(run_dir, **{kind: entry}, **final_fields)
         return

@@ -54,7 +54,7 @@ def make_record(
     (the ``robot.*`` items), ``trained_robot`` (the run's robot settings) and ``text`` (one line:
     evaluated vs trained); None otherwise. ``actor``: which actor the policy is, in words
     (:attr:`unilab.deploy.loading.LoadedRun.deployed_actor`), kept as ``policy.actor`` when given.
-    ``data_changes``: :func:`unilab.deploy.loading.data_changes` of the evaluated env ([] or None:
+    ``data_changes``: :attr:`unilab.deploy.loading.LoadedRun.data_changes` of the evaluated env ([] or None:
     the files the run trained on)."""
     import unilab
 

@@ -75,11 +75,10 @@ class EvalSession:
     plan: Plan = field(init=False)
     loaded: Any = field(init=False)
     trained_robot: dict[str, Any] = field(init=False)
-    data_changes: list[str] = field(init=False, default_factory=list)
     env: Any = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        from unilab.deploy.loading import data_changes, make_env, run_config
+        from unilab.deploy.loading import make_env, run_config
 
         self.run_dir = Path(self.run_dir)
         checkpoint = self.checkpoint or self.run_dir / "run_config.json"
@@ -98,7 +97,6 @@ class EvalSession:
         self._make_env = make_env
         self._cache: dict[str, Any] = {}
         self.env = make_env(self.loaded, self.plan.rows)
-        self.data_changes = data_changes(self.loaded)
 
     @property
     def settings(self) -> list[str]:
@@ -255,7 +253,7 @@ def evaluate(
         policy_kind="onnx" if onnx else "checkpoint", policy_file=relative_to_run(path, run_dir),
         iteration=iteration, final=final, num_envs=session.plan.num_envs, rows=session.plan.rows, seed=seed,
         overrides=session.settings, wall_time_s=time.perf_counter() - t0,
-        robot=robot, transfer=moved, actor=actor, data_changes=session.data_changes,
+        robot=robot, transfer=moved, actor=actor, data_changes=session.loaded.data_changes,
     )  # fmt: skip
     # A run's eval_<suite>.json and run_summary.json hold whole-suite records of the model and
     # data it trained on; a --case selection goes to eval_<suite>_cases[_<iteration>].json, a
@@ -264,10 +262,10 @@ def evaluate(
     # and each leaves them as they are.
     stem = f"eval_{result.suite}_cases" if cases else f"eval_{result.suite}"
     stem += "_transfer" if transfer else ""
-    stem += "_data_changed" if session.data_changes else ""
+    stem += "_data_changed" if session.loaded.data_changes else ""
     name = f"{stem}.json" if final else f"{stem}_{iteration}.json"
     out = write_record(Path(json_path) if json_path else run_dir / name, record)
-    if not cases and not transfer and not session.data_changes:
+    if not cases and not transfer and not session.loaded.data_changes:
         record_in_summary(run_dir, record)
     if print_table:
         print_report(result, record)
