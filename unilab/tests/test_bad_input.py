@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 import torch
 
+from unilab.config import layer_overrides
+
 UNILAB = str(Path(sys.executable).parent / "unilab")
 TINY = [
     "training.num_envs=2", "training.max_iterations=2", "algo.batch_size=16", "algo.num_updates=1",
@@ -68,7 +70,7 @@ def test_a_checkpoint_with_nan_weights_is_refused_naming_the_tensor(finished_wal
 
 def test_resuming_from_nan_weights_is_refused_before_anything_is_built(finished_walk_run, run_cli, tmp_path):
     run, where = _nan_checkpoint(finished_walk_run(tmp_path / "trained"))
-    result = run_cli("train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, "training.max_iterations=4",
+    result = run_cli("train", "--algo", "sac", "--task", "g1_walk_flat", *layer_overrides(TINY, ["training.max_iterations=4"]),
                      f"training.resume={run}", f"training.log_dir={tmp_path / 'logs'}", cwd=tmp_path)
     line = one_error_line(result)
     assert line.startswith(f"error: training.resume: {run / 'model_last.pt'} has NaN or infinite weights: first in {where}")
@@ -91,7 +93,7 @@ def test_a_start_that_fails_while_building_writes_no_folder(run_cli, tmp_path, c
     before = sorted(work.iterdir())
     for log_dir in (tmp_path / "runs" / "nested", None):  # a named folder; the default logs/ in the cwd
         extra = [f"training.log_dir={log_dir}"] if log_dir else []
-        line = one_error_line(run_cli("train", *args, *TINY, "training.device=auto", *extra, cwd=work))
+        line = one_error_line(run_cli("train", *args, *layer_overrides(TINY, ["training.device=auto", *extra]), cwd=work))
         assert ("robot.mjcf" in line) if case != "flashsac-symmetry" else ("algo.symmetry=true" in line), line
         assert sorted(work.iterdir()) == before
         assert not (tmp_path / "runs").exists()
@@ -112,6 +114,16 @@ def test_an_entropy_target_no_policy_in_the_action_box_can_reach_is_one_line(run
                            "above the entropy of the uniform distribution over the action box"), line
     assert "expected a target <= " in line and "algo.target_entropy_scale >= -" in line
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["train", "play"])
+def test_a_key_given_twice_is_one_line(finished_walk_run, run_cli, tmp_path, command):
+    """A repeated key is refused rather than its last value silently taken, before a run is built."""
+    head = (["train", "--algo", "sac", "--task", "g1_walk_flat", *TINY, f"training.log_dir={tmp_path / 'logs'}"]
+            if command == "train" else ["play", str(finished_walk_run(tmp_path / "trained")), "--no-video"])
+    line = one_error_line(run_cli(*head, "env.push.enabled=true", "env.push.enabled=false", cwd=tmp_path))
+    assert line == "error: overrides: env.push.enabled given twice (true, then false); expected each key once"
+    assert not (tmp_path / "logs").exists()
 
 
 @pytest.mark.parametrize("seed", ["-1", str(2**32)])
@@ -182,7 +194,8 @@ def test_motion_settings_a_user_gets_wrong_say_what_to_write(run_cli, tmp_path):
     assert "env.motion.file" in line and "`shipped`" in line
     # training.device=auto: on a machine without an accelerator its CPU warning waits for the
     # env, so the bad motion file is still the only line
-    line = one_error_line(run_cli(*train_args, "training.device=auto", "env.motion.file=shiped", cwd=tmp_path))
+    line = one_error_line(run_cli(*layer_overrides(train_args, ["training.device=auto"]), "env.motion.file=shiped",
+                                  cwd=tmp_path))
     assert "`shipped`" in line
     line = one_error_line(run_cli(*train_args, f"env.motion.file={csv}", cwd=tmp_path))
     assert "unilab motion import" in line

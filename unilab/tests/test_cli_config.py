@@ -50,6 +50,14 @@ def test_another_algorithms_setting_is_named_as_such(config):
     assert typo.returncode == 2 and "a setting of --algo" not in typo.stderr  # a misspelling: the usual message
 
 
+def test_a_key_given_twice_is_the_one_error_line_train_gives(config):
+    result = config("--algo", "sac", "--task", "g1_walk_flat", "algo.gamma=0.97", "algo.gamma=0.99")
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert result.returncode == 2 and result.stdout == "" and lines == [
+        "error: overrides: algo.gamma given twice (0.97, then 0.99); expected each key once"
+    ], result.stderr
+
+
 def test_a_boolean_for_a_float_setting_is_one_error_line(config):
     result = config("--algo", "sac", "--task", "g1_walk_flat", "env.rewards.alive=true")
     lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]

@@ -10,6 +10,7 @@ from unilab.config import (
     ConfigError,
     build_run_model,
     deep_merge,
+    layer_overrides,
     owner_config_files,
     parse_overrides,
     resolve_config,
@@ -39,6 +40,21 @@ def test_overrides_parse_yaml_values():
 def test_override_without_equals_is_rejected():
     with pytest.raises(ConfigError, match="key.sub=value"):
         parse_overrides(["training.num_envs"])
+
+
+def test_a_key_given_twice_is_refused_naming_both_values():
+    with pytest.raises(ConfigError) as err:
+        parse_overrides(["algo.gamma=0.97", "training.seed=1", " algo.gamma = 0.99"])
+    assert str(err.value) == "overrides: algo.gamma given twice (0.97, then 0.99); expected each key once"
+    assert err.value.key == "algo.gamma"
+
+
+def test_layered_overrides_give_each_key_once_with_the_later_value():
+    base = ["env.push.enabled=false", "env.observation_noise=false", "training.seed=0"]
+    merged = layer_overrides(base, ["env.push.enabled=true"], [" training.seed =3"])
+    assert merged == ["env.observation_noise=false", "env.push.enabled=true", " training.seed =3"]
+    assert parse_overrides(merged) == {"env": {"observation_noise": False, "push": {"enabled": True}},
+                                       "training": {"seed": 3}}
 
 
 def test_deep_merge_keeps_untouched_keys():

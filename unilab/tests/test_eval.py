@@ -459,6 +459,9 @@ def test_bad_input_is_one_error_line(walk_run, tmp_path):
     one_error_line(["eval", run, "--checkpoint", "model_999.pt"], "model_999.pt", "model_last.pt")
     one_error_line(["eval", run, "--checkpoint", "policy_7.onnx"], "no ONNX policy", "policy.onnx")
     one_error_line(["eval", run, "--num-envs", "0"], "--num-envs must be >= 1")
+    # Eval puts the user's settings over its suite's, where a later item wins: refused before that.
+    one_error_line(["eval", run, "--transfer", "robot.feet=spheres", "robot.feet=model"],
+                   "overrides: robot.feet given twice (spheres, then model); expected each key once")
     one_error_line(["eval", str(tmp_path / "nowhere")], "not a run directory")
 
     import onnx

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from unilab import memory
+from unilab.config import layer_overrides
 from unilab.tasks.g1_walk_flat import G1WalkFlatConfig, make_env
 from unilab_rl.algorithms.sac.config import SACConfig
 from unilab_rl.runtime import RuntimeConfig
@@ -74,9 +75,10 @@ def test_a_run_that_does_not_fit_is_refused_before_the_run_directory(tmp_path, m
                                                                      unilab_in_process):
     """`unilab train` (in this process) on a "machine" with 50 MB available."""
     monkeypatch.setattr(memory, "available_host_bytes", lambda: 50 * 10**6)
-    args = ["train", "--algo", "sac", "--task", "g1_walk_flat", "runtime.mode=sync", "training.num_envs=4",
-            "algo.learning_starts=1", "training.max_iterations=2", "sim.nthread=1", "training.no_play=true",
-            f"training.log_dir={tmp_path / 'logs'}", "algo.batch_size=16", "algo.buffer_size_per_env=16", f"{key}={value}"]
+    small = ["runtime.mode=sync", "training.num_envs=4", "algo.learning_starts=1", "training.max_iterations=2",
+             "sim.nthread=1", "training.no_play=true", f"training.log_dir={tmp_path / 'logs'}", "algo.batch_size=16",
+             "algo.buffer_size_per_env=16"]
+    args = ["train", "--algo", "sac", "--task", "g1_walk_flat", *layer_overrides(small, [f"{key}={value}"])]
     result = unilab_in_process(*args, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error: ")]

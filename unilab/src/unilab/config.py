@@ -28,6 +28,7 @@ import os
 import re
 import types
 import typing
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -340,8 +341,19 @@ def _top_level_hint(given: str, keys: list[str]) -> str:
 
 
 def parse_overrides(overrides: list[str]) -> dict:
-    """``["training.num_envs=8", "training.no_play=true"]`` -> nested dict, values parsed as YAML."""
+    """``["training.num_envs=8", "training.no_play=true"]`` -> nested dict, values parsed as YAML.
+
+    Each key is given once: a repeated key is refused, as Hydra refuses it, instead of its last
+    value silently winning (``algo.gamma=0.97 ... algo.gamma=0.99`` is more likely a slip than a
+    choice). Code that puts settings over settings merges its lists first (:func:`layer_overrides`).
+
+    Raises:
+        ConfigError: an item without ``=``, an empty key, a key set inside a value, or a key given
+            twice (``overrides: algo.gamma given twice (0.97, then 0.99); expected each key once``,
+            with ``key`` the dotted key).
+    """
     tree: dict = {}
+    given: dict[str, str] = {}  # key -> its value as written, for the repeated-key message
     for item in overrides:
         if "=" not in item:
             raise ConfigError(f"override {item!r} is not of the form key.sub=value")
@@ -349,6 +361,10 @@ def parse_overrides(overrides: list[str]) -> dict:
         key = key.strip()
         if not key:
             raise ConfigError(f"override {item!r} has an empty key")
+        if key in given:
+            raise ConfigError(f"overrides: {key} given twice ({given[key]}, then {raw.strip() or repr('')}); "
+                              f"expected each key once", key)
+        given[key] = raw.strip() or repr("")
         try:
             value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError:
@@ -361,6 +377,21 @@ def parse_overrides(overrides: list[str]) -> dict:
                 raise ConfigError(f"override {item!r} sets a key inside {part!r}, which is a value")
         node[parts[-1]] = value
     return tree
+
+
+def layer_overrides(*layers: Iterable[str]) -> list[str]:
+    """Lists of ``key=value`` overrides, each over the ones before it, as one list that gives each
+    key once (what :func:`parse_overrides` takes): an item is dropped when a later one sets the
+    same key, so the later value wins. For code that composes settings (an eval case's over its
+    suite's); the user's own list is checked by :func:`parse_overrides`. An item without ``=`` is
+    kept, for :func:`parse_overrides` to refuse.
+
+    Returns:
+        the items in their order, less those a later item replaces.
+    """
+    items = [item for layer in layers for item in layer]
+    last = {item.split("=", 1)[0].strip(): i for i, item in enumerate(items) if "=" in item}
+    return [item for i, item in enumerate(items) if "=" not in item or last[item.split("=", 1)[0].strip()] == i]
 
 
 def deep_merge(base: dict, top: dict) -> dict:

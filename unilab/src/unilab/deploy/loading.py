@@ -26,6 +26,7 @@ from unilab.config import (
     _check_keys,
     build_run_model,
     deep_merge,
+    layer_overrides,
     migrate_saved_config,
     parse_overrides,
     valid_keys,
@@ -84,7 +85,8 @@ def model_file_overrides(overrides: list[str] | tuple[str, ...], command: str) -
         ``overrides`` as a list.
 
     Raises:
-        UserError: an item that is not ``robot.mjcf=...`` (one line naming it).
+        UserError: an item that is not ``robot.mjcf=...``, or ``robot.mjcf`` given twice (one line
+            naming it).
     """
     for item in overrides:
         if item.split("=", 1)[0].strip() != MODEL_FILE_KEY or "=" not in item:
@@ -93,7 +95,21 @@ def model_file_overrides(overrides: list[str] | tuple[str, ...], command: str) -
                 f"got {item!r}; other settings are the run's (unilab play takes overrides"
                 f"{'; unilab eval --transfer evaluates on another robot model' if command == 'eval' else ''})"
             )
+    _refuse_repeated_keys(overrides)
     return list(overrides)
+
+
+def _refuse_repeated_keys(overrides: list[str] | tuple[str, ...]) -> None:
+    """Refuse a key the user gave twice, before eval layers the list over its suite's settings
+    (where a later item replaces an earlier one).
+
+    Raises:
+        UserError: :func:`unilab.config.parse_overrides`'s line for the repeated key.
+    """
+    try:
+        parse_overrides(list(overrides))
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
 
 
 TRANSFER_KEYS: tuple[str, ...] = ("robot.mjcf", "robot.feet", "robot.actuators")
@@ -114,8 +130,8 @@ def transfer_overrides(overrides: list[str] | tuple[str, ...]) -> list[str]:
         ``overrides`` as a list.
 
     Raises:
-        UserError: no item at all, or an item whose key is not one of :data:`TRANSFER_KEYS` (one
-            line naming it and what is accepted).
+        UserError: no item at all, an item whose key is not one of :data:`TRANSFER_KEYS`, or a key
+            given twice (one line naming it and what is accepted).
     """
     accepted = "robot.mjcf=FILE, robot.feet=project|model|spheres or robot.actuators=project|file"
     if not overrides:
@@ -124,6 +140,7 @@ def transfer_overrides(overrides: list[str] | tuple[str, ...]) -> list[str]:
         if "=" not in item or item.split("=", 1)[0].strip() not in TRANSFER_KEYS:
             raise UserError(f"--transfer: {item!r} is not a robot model setting; expected {accepted} "
                             f"(other settings are the run's)")
+    _refuse_repeated_keys(overrides)
     return list(overrides)
 
 
@@ -315,7 +332,7 @@ def run_config(
     keys = set(valid_keys(model))
     play_overrides = (getattr(task_reg.item, "play_overrides", None) or PLAY_OVERRIDES.get(task, [])) if play else []
     if play:  # the curricula where the checkpoint's training left them (the user's overrides still win)
-        play_overrides = [*play_overrides, *play_curriculum_overrides(getattr(task_reg.item, "curricula", ()), payload)]
+        play_overrides = layer_overrides(play_overrides, play_curriculum_overrides(getattr(task_reg.item, "curricula", ()), payload))
     play_overrides = [o for o in play_overrides if o.split("=", 1)[0] in keys]
     try:
         user = parse_overrides(list(overrides))

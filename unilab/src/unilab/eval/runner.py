@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import torch
 
+from unilab.config import layer_overrides
 from unilab.eval.policy import (
     OnnxPolicy,
     check_onnx_layout,
@@ -92,7 +93,7 @@ class EvalSession:
         if num_envs is None and self.for_training:
             num_envs = self.suite.training_num_envs
         self.plan = self.suite.plan(base.cfg, self.cases, num_envs)
-        self._settings = [*self.plan.overrides, f"training.seed={self.seed}", *self.overrides]
+        self._settings = layer_overrides(self.plan.overrides, [f"training.seed={self.seed}"], self.overrides)
         self.loaded = run_config(self.run_dir, self._settings, checkpoint=checkpoint, payload=self.payload, play=False)
         self._make_env = make_env
         self._cache: dict[str, Any] = {}
@@ -107,7 +108,7 @@ class EvalSession:
         """Another env of this run with the session's settings and ``overrides`` on top."""
         from unilab.deploy.loading import run_config
 
-        loaded = run_config(self.run_dir, [*self._settings, *overrides], checkpoint=self.loaded.checkpoint,
+        loaded = run_config(self.run_dir, layer_overrides(self._settings, overrides), checkpoint=self.loaded.checkpoint,
                             payload=self.payload, play=False)
         return self._make_env(loaded, num_envs)
 

@@ -31,6 +31,7 @@ from typing import Any
 
 import torch
 
+from unilab.config import layer_overrides
 from unilab.eval.suite import EvalContext, EvalSuite, Plan, Policy, SuiteResult, check_num_envs
 
 NOMINAL: tuple[tuple[str, tuple[float, float, float]], ...] = (
@@ -236,11 +237,9 @@ class WalkingSuite(EvalSuite):
         selected = self._cases(cfg, cases)
         n = check_num_envs(num_envs, self.default_num_envs)
         kinds = {c.kind for c in selected}
-        overrides = list(self.eval_overrides)
-        if "push" in kinds:
-            overrides += self.push_overrides
-        if "obs_noise" in kinds:
-            overrides += self.noise_overrides
+        # The robustness cases' keys over the evaluation settings, which turn them off.
+        overrides = layer_overrides(self.eval_overrides, self.push_overrides if "push" in kinds else (),
+                                    self.noise_overrides if "obs_noise" in kinds else ())
         return Plan(rows=len(selected) * n, overrides=tuple(overrides), cases=tuple(c.name for c in selected),
                     num_envs=n)
 
