@@ -150,6 +150,32 @@ def test_inspect_reports_soft_limit_violations_and_rejects_bad_files(run, tmp_pa
     assert "fps.npz" in result.stderr and "key 'fps'" in result.stderr
 
 
+@pytest.mark.parametrize("dropped", ["body_quat_w", "joint_pos"])
+def test_inspect_names_the_key_a_clip_npz_lacks(run, tmp_path, dropped):
+    """A clip npz that lost a key the importer cannot do without is refused naming that key and the
+    keys a clip holds, not with the importer's account of layouts and joint_pos columns."""
+    from unilab.motion.clip import REQUIRED_KEYS
+
+    with np.load(DEFAULT_MOTION) as data:
+        arrays = {k: data[k] for k in data.files if k != dropped}
+    np.savez(tmp_path / "clip.npz", **arrays)
+    result = run("motion", "inspect", str(tmp_path / "clip.npz"), cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"error: motion file '{tmp_path / 'clip.npz'}': key '{dropped}': missing; expected keys "
+        f"{list(REQUIRED_KEYS)}, found {sorted(arrays)}"
+    ]
+
+
+def test_inspect_reads_a_clip_npz_without_velocities_as_import_would_write_it(run, tmp_path):
+    with np.load(DEFAULT_MOTION) as data:
+        arrays = {k: data[k] for k in data.files if k != "joint_vel"}
+    np.savez(tmp_path / "clip.npz", **arrays)
+    result = run("motion", "inspect", str(tmp_path / "clip.npz"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "layout:   beyondmimic_npz, 301 frames at 50 fps in the file" in result.stdout
+
+
 def test_import_writes_a_loadable_clip(run, tmp_path):
     from unilab.motion import load_motion, write_lafan_csv
 

@@ -251,11 +251,9 @@ def load_motion(
     except Exception as exc:  # noqa: BLE001 - any unreadable file is one message
         raise MotionFormatError(path, "file", f"expected a numpy .npz archive ({type(exc).__name__}: {exc})") from None
     with data:
-        missing = [k for k in REQUIRED_KEYS if k not in data.files]
-        if missing:
-            raise MotionFormatError(
-                path, missing[0], f"missing; expected keys {list(REQUIRED_KEYS)}, found {sorted(data.files)}"
-            )
+        missing = missing_key_error(path, data.files)
+        if missing is not None:
+            raise missing
         fps = _member(data, path, "fps").reshape(-1)
         if fps.size != 1 or not np.issubdtype(fps.dtype, np.number):
             raise MotionFormatError(path, "fps", f"expected one number, got {fps!r}")
@@ -274,6 +272,17 @@ def load_motion(
     clip = MotionClip(fps=float(fps[0]), **names, **arrays, source=str(path))
     validate_motion(clip, joint_names=joint_names, joint_limits=joint_limits, limit_tolerance=limit_tolerance)
     return clip
+
+
+def missing_key_error(path: str | os.PathLike[str] | None, keys: Sequence[str]) -> MotionFormatError | None:
+    """The error for a motion npz holding ``keys`` that lacks a key of :data:`REQUIRED_KEYS`:
+    ``motion file 'clip.npz': key 'body_quat_w': missing; expected keys [...], found [...]``,
+    naming the first missing key (the others are absent from ``found``). None when it lacks none.
+    """
+    missing = [k for k in REQUIRED_KEYS if k not in keys]
+    if not missing:
+        return None
+    return MotionFormatError(path, missing[0], f"missing; expected keys {list(REQUIRED_KEYS)}, found {sorted(keys)}")
 
 
 def _member(data, path: Path, key: str) -> np.ndarray:

@@ -33,7 +33,14 @@ from typing import Any, Sequence
 import mujoco
 import numpy as np
 
-from unilab.motion.clip import MotionClip, MotionFormatError, REQUIRED_KEYS, joint_limit_violations, load_motion
+from unilab.motion.clip import (
+    MotionClip,
+    MotionFormatError,
+    REQUIRED_KEYS,
+    joint_limit_violations,
+    load_motion,
+    missing_key_error,
+)
 from unilab.robots import g1
 from unilab.robots.g1.g1_constants import JOINT_MOTOR, LINKAGE_MOTOR, MOTORS
 
@@ -479,21 +486,34 @@ def load_for_inspection(
         importer, else None and None).
 
     Raises:
-        MotionFormatError: an unreadable or invalid file.
+        MotionFormatError: an unreadable or invalid file. A clip npz of this project's format
+            (one that names its bodies, ``body_names``, which no other layout the importer reads
+            does) that lacks a required key the importer cannot do without is refused naming that
+            key and the keys a clip holds (:func:`~unilab.motion.clip.missing_key_error`), not with
+            the importer's account of its layouts.
     """
     from unilab.motion.importers import import_motion
 
     path = Path(path)
-    complete = False
+    keys: list[str] | None = None  # the npz's keys, when it is one numpy can open
     if path.is_file() and path.suffix.lower() == ".npz":
         try:
             with np.load(path, allow_pickle=False) as data:
-                complete = all(k in data.files for k in REQUIRED_KEYS)
+                keys = list(data.files)
         except Exception:  # noqa: BLE001 - the importer reports an unreadable file
-            complete = False
+            keys = None
+    complete = keys is not None and all(k in keys for k in REQUIRED_KEYS)
     if complete and fps is None and joint_order is None and quat_order is None:
         return load_motion(path, joint_names=g1.G1_JOINT_NAMES), None, None
-    result = import_motion(path, fps=fps, joint_order=joint_order, robot_mjcf=robot_mjcf, quat_order=quat_order)
+    try:
+        result = import_motion(path, fps=fps, joint_order=joint_order, robot_mjcf=robot_mjcf, quat_order=quat_order)
+    except MotionFormatError:
+        # A clip npz with a key missing that the importer needs (body_pos_w, say) would otherwise
+        # be reported as a layout whose joint_pos columns do not fit.
+        missing = missing_key_error(path, keys) if keys is not None and "body_names" in keys else None
+        if missing is not None:
+            raise missing from None
+        raise
     return result.clip, result.layout, (result.source_frames, result.source_fps)
 
 
