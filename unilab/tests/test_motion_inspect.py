@@ -77,6 +77,21 @@ def test_a_constant_offset_gets_the_z_offset_that_fixes_it():
     assert "--z-offset -0.029" in warning or "--z-offset -0.030" in warning
 
 
+def test_a_sunk_clip_is_penetration_and_never_floating_with_a_negative_height():
+    qpos = shipped_qpos()
+    qpos[:, 2] -= 0.030
+    report = inspect_motion(fk_motion(qpos, 50.0))
+    assert report.feet_penetration.frames == list(range(qpos.shape[0]))
+    assert report.floating_frames == [] and report.max_float_mm == 0.0
+    assert report.min_clearance_mm < -30.0  # the signed clearance keeps the depth
+    (line,) = [ln for ln in report.lines() if ln.startswith("floating")]
+    assert line == "floating (lowest geom above the floor): highest 0.0 mm; 0 frames beyond 10 mm"
+    floor = report.to_dict()["floor"]
+    assert floor["floating"] == {"num_frames": 0, "frame_ranges": [], "max_height_mm": 0.0}
+    assert floor["min_clearance_mm"] < -30.0
+    assert not any("touches the floor" in w for w in report.warnings)
+
+
 def test_json_report(tmp_path, broken_clip):
     broken_clip.save(tmp_path / "broken.npz")
     result = subprocess.run([UNILAB, "motion", "inspect", str(tmp_path / "broken.npz"), "--json"],
@@ -93,6 +108,9 @@ def test_json_report(tmp_path, broken_clip):
     text = subprocess.run([UNILAB, "motion", "inspect", str(tmp_path / "broken.npz")],
                           capture_output=True, text=True, timeout=120).stdout  # fmt: skip
     assert "feet into the floor: deepest" in text and "frames 40-49" in text
+    assert r["floor"]["floating"]["max_height_mm"] > 45.0  # the lifted frames, not the sunk ones
+    assert (f"floating (lowest geom above the floor): highest {r['floor']['floating']['max_height_mm']:.1f} mm; "
+            "10 frames beyond 10 mm: frames 200-209") in text
     assert "left_elbow_link / torso_link: frames 100-109 (10 frames)" in text
 
 

@@ -9,7 +9,8 @@ geometry. Reported:
   ``floor_tolerance_m``, feet (the sole capsules) and other bodies separately: frames and
   deepest point, mm;
 * **floating**: frames where no robot geom is within ``float_tolerance_m`` of the floor, and how
-  high the lowest geom gets;
+  high the lowest geom gets above it (a frame whose lowest geom is in the floor is penetration,
+  never floating);
 * **self-collision**: robot-robot contacts deeper than ``self_tolerance_m`` on the collision
   model (MuJoCo's contact filtering applies: parent-child pairs and the model's excluded pairs
   never collide), per body pair: frames and deepest penetration;
@@ -133,8 +134,10 @@ class InspectReport:
         hard_limits, soft_limits: (joint, clip min, clip max, lower, upper) rad per joint outside
             its hard limits / outside only its soft limits.
         feet_penetration, other_penetration: floor contacts of the sole capsules / other geoms.
-        floating_frames: frames where nothing is within the float tolerance of the floor.
-        max_float_mm: the highest the lowest geom gets above the floor.
+        floating_frames: frames whose lowest geom is higher than the float tolerance above the floor.
+        max_float_mm: the highest the lowest geom gets above the floor, over every frame (not only
+            ``floating_frames``), >= 0: 0 when it never rises above the floor (as penetration's
+            ``max_depth_mm`` is 0 when nothing goes into it).
         min_clearance_mm: the lowest the lowest geom gets (negative: into the floor).
         self_collisions: one finding per colliding body pair, most frames first.
         joint_speed: joint -> (max |qvel| rad/s, motor limit rad/s, frames above the limit).
@@ -241,10 +244,10 @@ class InspectReport:
             where = f": {format_frames(c.frames)}" if c.frames else ""
             out.append(f"{label}: deepest {c.max_depth_mm:.1f} mm; {len(c.frames)} frames beyond "
                        f"{t.floor_tolerance_m * 1e3:g} mm{where}")
+        # As the penetration lines: the extreme over the clip, then the frames past the tolerance.
         where = f": {format_frames(self.floating_frames)}" if self.floating_frames else ""
-        out.append(f"floating: {len(self.floating_frames)} frames with nothing within "
-                   f"{t.float_tolerance_m * 1e3:g} mm of the floor (lowest geom from {self.min_clearance_mm:.1f} "
-                   f"to {self.max_float_mm:.1f} mm above it){where}")
+        out.append(f"floating (lowest geom above the floor): highest {self.max_float_mm:.1f} mm; "
+                   f"{len(self.floating_frames)} frames beyond {t.float_tolerance_m * 1e3:g} mm{where}")
         out.append(f"self-collision: {len(self.self_collisions)} body pairs in {len(self.self_collision_frames)} "
                    f"frames deeper than {t.self_tolerance_m * 1e3:g} mm")
         for c in self.self_collisions:
@@ -405,7 +408,7 @@ def inspect_motion(
         feet_penetration=_finding("feet", feet_depth, t.floor_tolerance_m),
         other_penetration=_finding("other bodies", other_depth, t.floor_tolerance_m),
         floating_frames=np.flatnonzero(clearance > t.float_tolerance_m).tolist(),
-        max_float_mm=float(clearance.max()) * 1e3, min_clearance_mm=float(clearance.min()) * 1e3,
+        max_float_mm=max(0.0, float(clearance.max())) * 1e3, min_clearance_mm=float(clearance.min()) * 1e3,
         self_collisions=self_hits, joint_speed=joint_speed,
         root_lin_speed_max=float(lin.max()), root_ang_speed_max=float(ang.max()), root_fast_frames=fast,
         thresholds=t, layout=layout, source_rate=source_rate,
