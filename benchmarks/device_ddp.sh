@@ -24,11 +24,14 @@ for devices in '[0]' '[0,1]'; do
   n=$(python3 -c "print(len($devices))")
   extra_var=DDP_ARGS_${n}GPU; read -r -a extra <<< "${!extra_var:-}"
   logs=/tmp/logs_ddp_$n
+  # The run goes until SECONDS unless an override sets training.max_iterations (a key is given once).
+  limit=(training.max_iterations=100000000)
+  for a in "$@" "${extra[@]}"; do [[ $a == training.max_iterations=* ]] && limit=(); done
   rm -rf "$logs"
   echo "== training.devices=$devices for ${secs} s"
   t0=$(date +%s)
   timeout -s INT -k 120 "$secs" python3 -m unilab.cli train --algo sac --task g1_walk_flat --sim mujoco \
-    training.max_iterations=100000000 training.no_play=true training.log_dir="$logs" \
+    "${limit[@]}" training.no_play=true training.log_dir="$logs" \
     training.devices="$devices" "$@" "${extra[@]}" > "$out/train_${n}gpu.log" 2>&1 || true
   if [ $(( $(date +%s) - t0 )) -lt 90 ]; then
     # A failure within 90 s (e.g. CUDA graphs vs the in-place gradient all-reduce): once more
@@ -36,7 +39,7 @@ for devices in '[0]' '[0,1]'; do
     echo "== failed after $(( $(date +%s) - t0 )) s; retrying with runtime.compile_mode=max-autotune-no-cudagraphs"
     tail -n 30 "$out/train_${n}gpu.log"; mv "$out/train_${n}gpu.log" "$out/train_${n}gpu_failed.log"; rm -rf "$logs"
     timeout -s INT -k 120 $(( secs - $(date +%s) + t0 )) python3 -m unilab.cli train --algo sac --task g1_walk_flat \
-      --sim mujoco training.max_iterations=100000000 training.no_play=true training.log_dir="$logs" \
+      --sim mujoco "${limit[@]}" training.no_play=true training.log_dir="$logs" \
       training.devices="$devices" runtime.compile_mode=max-autotune-no-cudagraphs "$@" "${extra[@]}" > "$out/train_${n}gpu.log" 2>&1 || true
   fi
   tail -n 5 "$out/train_${n}gpu.log"
