@@ -11,6 +11,8 @@ import pytest
 import torch
 
 from unilab.deploy import after_training, video
+from unilab.config import parse_overrides
+from unilab.deploy.loading import run_config
 from unilab.deploy.play import play
 from unilab.train import UserError, train
 
@@ -281,3 +283,15 @@ def test_the_reward_legend_names_a_penalty_curriculum_only_where_the_env_has_one
     legend = next(ln for ln in result.lines() if ln.startswith("reward terms, mean per env step"))
     assert ("penalty curriculum" in legend) is curriculum, legend
     assert legend.endswith("x step_dt):") is not curriculum, legend
+
+
+def test_the_recorded_settings_give_each_key_once_with_the_value_that_won(run_dir):
+    """The user's value for a key the play settings also set replaces it in the record, so the
+    record (play's summary, the ONNX ``source.overrides``) can be given back as overrides."""
+    loaded = run_config(run_dir, ["env.push.enabled=true"], checkpoint=run_dir / "model_last.pt", payload={})
+    push = [o for o in loaded.overrides if o.startswith("env.push.enabled=")]
+    assert push == ["env.push.enabled=true"]
+    assert loaded.cfg.env.push.enabled is True
+    parse_overrides(loaded.overrides)  # no key twice
+    again = run_config(run_dir, loaded.overrides, checkpoint=run_dir / "model_last.pt", payload={})
+    assert again.cfg.model_dump() == loaded.cfg.model_dump()

@@ -180,7 +180,9 @@ class LoadedRun(RunPlugins):
         run_dir: the run directory.
         checkpoint: the checkpoint file.
         payload: the checkpoint dict (``iteration``, ``agent``, ``algo``, ``task``, ``config``).
-        overrides: the overrides that were applied, in order.
+        overrides: the settings applied over the run's config (the play settings, then the
+            caller's), each key once with the value that won, so the list can be given back to
+            ``unilab play`` as it is.
         final: the checkpoint is the run's last one (``model_last.pt``, or the numbered checkpoint
             ``run_summary.json`` names as the run's last). Play and export of a final checkpoint
             write the run's ``policy.onnx`` and its ``play``/``video``/``onnx`` records; any other
@@ -355,7 +357,7 @@ def run_config(
     if robot is not None:  # before the env is built: an unknown robot names the package the run used
         _lookup_run_plugin(ROBOTS, robot, "robot.name", saved_run, "robot")
     return LoadedRun(algo, task, sim, algo_reg, task_reg, backend_reg, cfg, run_dir=run_dir, checkpoint=checkpoint,
-                     payload=payload, overrides=[*play_overrides, *overrides],
+                     payload=payload, overrides=layer_overrides(play_overrides, overrides),
                      final=is_final_checkpoint(run_dir, checkpoint))
 
 

@@ -438,7 +438,8 @@ def _warnings(r: InspectReport) -> list[str]:
                "its height is inconsistent (it also floats elsewhere): fix the retargeting's ground height")
         if feet.frames:
             fix += " (or with --lift-feet, which lifts each frame by its own sole depth)"
-        out.append(f"{who} go up to {deepest:.1f} mm into the floor in {len(pen_frames)} frames "
+        verb = "goes" if who == "the robot" else "go"
+        out.append(f"{who} {verb} up to {deepest:.1f} mm into the floor in {len(pen_frames)} frames "
                    f"({format_frames(pen_frames)}): the reference state cannot be reached there and the "
                    f"reset pushes the robot up; {fix}")
     if r.floating_frames:
