@@ -13,6 +13,7 @@ import torch
 
 from unilab.deploy.export import export, max_abs_diff
 from unilab.deploy.play import play
+from unilab.errors import UserError
 from unilab.train import train
 
 onnxruntime = pytest.importorskip("onnxruntime")
@@ -105,3 +106,12 @@ def test_play_rolls_out_the_flashsac_policy(run_dir):
     assert torch.isfinite(result.episode_returns).all()
     assert result.observations.shape == (2 * 10, OBS_DIM)
     assert "(iteration 3; the online actor)" in result.lines()[0], result.lines()[0]
+
+
+def test_play_with_another_network_kind_is_one_error_naming_the_key(run_dir):
+    """A network-kind override the checkpoint was not trained with is the user's error, naming the
+    key and the value that loads it, not a traceback from the learner."""
+    with pytest.raises(UserError) as err:
+        play(str(run_dir), num_envs=2, steps=2, record_video=False, overrides=["algo.critic=categorical"])
+    message = str(err.value)
+    assert "\n" not in message and "algo.critic=trunk" in message and "'categorical'" in message, message

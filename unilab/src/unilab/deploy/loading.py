@@ -514,11 +514,16 @@ def make_policy(loaded: LoadedRun, env) -> tuple[torch.nn.Module, str]:
     normalizer inside.
 
     Raises:
-        UserError: the checkpoint does not fit the env (different observation or action sizes).
+        UserError: the checkpoint does not fit the env (different observation or action sizes) or
+            the learner the settings build (another network kind, such as ``algo.critic`` given
+            to ``unilab play`` with a value the run did not train with).
     """
     agent = cpu_learner(loaded, env)
     try:
         agent.load_state_dict(loaded.payload["agent"])
+    except ValueError as exc:  # the algorithm refused the checkpoint's kind of network: its message names the key
+        raise UserError(f"checkpoint {loaded.checkpoint} does not fit the learner built from run_config.json "
+                        f"and the overrides: {str(exc).splitlines()[0]}") from None
     except (KeyError, RuntimeError) as exc:
         raise UserError(
             f"checkpoint {loaded.checkpoint} does not fit the env rebuilt from run_config.json: "
