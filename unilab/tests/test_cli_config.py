@@ -23,6 +23,20 @@ def test_prints_every_layer_resolved(config):
     assert presets.startswith("# presets of --algo sac --task g1_walk_flat --sim mujoco:") and "laptop" in presets
 
 
+@pytest.mark.parametrize("algo, owner", [("sac", (2, "pipeline")), ("flashsac", (1, "threads"))])
+def test_the_tracking_runtime_pipelines_two_shards_for_sac_and_threads_on_a_laptop(config, algo, owner):
+    """SAC's tracking owner YAML steps two pipelined shards (measured in docs/benchmarks.md);
+    FlashSAC's keeps one shard; the laptop preset goes back to threads, which beat the pipeline
+    on 2 cores."""
+    def runtime(*args):
+        result = config("--algo", algo, "--task", "g1_motion_tracking", *args)
+        assert result.returncode == 0, result.stderr
+        cfg = yaml.safe_load(result.stdout)["runtime"]
+        return cfg["collector_shards"], cfg["shard_stepping"]
+    assert runtime() == owner
+    assert runtime("--preset", "laptop")[1] == "threads"
+
+
 def test_bad_key_is_the_train_error(config):
     result = config("--algo", "sac", "--task", "g1_walk_flat", "training.num_env=8")
     assert result.returncode == 2
