@@ -295,3 +295,15 @@ def test_the_recorded_settings_give_each_key_once_with_the_value_that_won(run_di
     parse_overrides(loaded.overrides)  # no key twice
     again = run_config(run_dir, loaded.overrides, checkpoint=run_dir / "model_last.pt", payload={})
     assert again.cfg.model_dump() == loaded.cfg.model_dump()
+
+
+def test_settings_that_only_shape_training_are_named_as_ignored(run_dir, capsys):
+    """training.* (but the env's seed) and runtime.* keys cannot change a rollout: play says so,
+    one warning line each, and plays the worlds --num-envs asks for."""
+    result = play(str(run_dir), num_envs=2, steps=4, record_video=False,
+                  overrides=["training.num_envs=8", "runtime.num_collectors=2", "training.seed=3"])
+    warnings = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("warning:")]
+    assert len(warnings) == 2, warnings
+    assert warnings[0].startswith("warning: training.num_envs=8 does not change unilab play")
+    assert warnings[1].startswith("warning: runtime.num_collectors=2 does not change unilab play")
+    assert result.num_envs == 2 and int(result.episode_lengths.sum()) == 2 * 4

@@ -8,6 +8,7 @@ report episode return and length, and write an mp4 of world 0.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,28 @@ from unilab.deploy.loading import (
 )
 from unilab.deploy.video import VideoError, VideoResult, check_frame_size, frame_stride, render_video
 from unilab.errors import UserError
+
+# Keys play keeps (the env's seed); every other training.* and runtime.* key sets how a run trains.
+PLAY_USES = ("training.seed",)
+
+
+def ignored_by_play(overrides: list[str] | tuple[str, ...]) -> list[str]:
+    """The overrides that cannot change a rollout: ``training.*`` (but ``training.seed``, the
+    env's seed) and ``runtime.*`` set how a run trains (its worlds, iterations, processes), and
+    play builds neither; ``--num-envs`` and ``--steps`` size a rollout.
+
+    Args:
+        overrides: ``key.sub=value`` strings, as given to :func:`play`.
+
+    Returns:
+        Those of ``overrides`` that play ignores, in their order.
+    """
+    out = []
+    for item in overrides:
+        key = item.split("=", 1)[0].strip()
+        if key.startswith(("training.", "runtime.")) and key not in PLAY_USES:
+            out.append(item)
+    return out
 
 
 
@@ -198,6 +221,9 @@ def play(
     for name, value in (("--num-envs", num_envs), ("--steps", steps)):
         if value < 1:
             raise UserError(f"{name} must be an integer >= 1, got {value}")
+    for item in ignored_by_play(overrides):
+        print(f"warning: {item} does not change unilab play: training.* and runtime.* set how a run trains "
+              f"(--num-envs and --steps size the rollout)", file=sys.stderr, flush=True)
     loaded = load_run(run, checkpoint, log_dir=log_dir, overrides=overrides)
     env = make_env(loaded, num_envs)
     try:
