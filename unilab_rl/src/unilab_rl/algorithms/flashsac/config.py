@@ -217,8 +217,9 @@ class FlashSACConfig:
     ``action_bound="scalar"``, as its runner default: +-1 for the velocity tasks, +-3 for G1
     motion tracking (``G1FlatTrackingFlashSACCfg``); only its DreamWaQ tasks squash onto the joint
     limits. One G1 action unit is 0.075-0.55 rad (``0.25 effort / kp``), so walking knees need
-    about 3. g1_motion_tracking's owner YAML sets 3, as the port does. The box shrinks only the
-    policy's actions: the env's own bounds and the exported metadata stay as they are."""
+    about 3. Neither G1 owner YAML sets it (the whole box; docs/flashsac.md says what +-3 gave on
+    tracking). The box shrinks only the policy's actions: the env's own bounds and the exported
+    metadata stay as they are."""
     noise_repeat: bool = True
     """Hold the exploration noise for a Zeta-distributed number of env steps (paper: on; off cost
     about 3-7 points on Isaac G1 in its ablation). Off: fresh noise every step."""
