@@ -77,7 +77,7 @@ def test_eval_plays_the_clip_from_an_exported_policy_alone(laptop_run, run, tmp_
 
 
 def test_bad_motion_file_is_one_error_line(run, tmp_path):
-    result = run("train", "--algo", "sac", "--task", "g1_motion_tracking", "training.num_envs=1",
+    result = run("train", "--algo", "sac", "--task", "g1_motion_tracking", "training.num_envs=2",
                  f"env.motion.file={tmp_path / 'none.npz'}", f"training.log_dir={tmp_path / 'logs'}",
                  cwd=tmp_path)  # fmt: skip
     assert result.returncode == 2
