@@ -167,6 +167,24 @@ def test_inspect_names_the_key_a_clip_npz_lacks(run, tmp_path, dropped):
     ]
 
 
+@pytest.mark.parametrize("dropped", ["body_pos_w", "joint_pos"])
+def test_import_names_the_key_a_clip_npz_lacks(run, tmp_path, dropped):
+    """`motion import` of a clip npz that lost a key is refused as inspect refuses it: naming that
+    key and the keys a clip holds, not the layouts' joint_pos columns."""
+    from unilab.motion.clip import REQUIRED_KEYS
+
+    with np.load(DEFAULT_MOTION) as data:
+        arrays = {k: data[k] for k in data.files if k != dropped}
+    np.savez(tmp_path / "clip.npz", **arrays)
+    result = run("motion", "import", str(tmp_path / "clip.npz"), "-o", str(tmp_path / "out.npz"), cwd=tmp_path)
+    assert result.returncode == 2 and not (tmp_path / "out.npz").exists()
+    errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert errors == [
+        f"error: motion file '{tmp_path / 'clip.npz'}': key '{dropped}': missing; expected keys "
+        f"{list(REQUIRED_KEYS)}, found {sorted(arrays)}"
+    ], result.stderr
+
+
 def test_inspect_reads_a_clip_npz_without_velocities_as_import_would_write_it(run, tmp_path):
     with np.load(DEFAULT_MOTION) as data:
         arrays = {k: data[k] for k in data.files if k != "joint_vel"}

@@ -50,7 +50,7 @@ from typing import Sequence
 import mujoco
 import numpy as np
 
-from unilab.motion.clip import MotionClip, MotionFormatError
+from unilab.motion.clip import MotionClip, MotionFormatError, missing_key_error
 from unilab.motion.kinematics import fk_motion, lift_feet as lift_feet_qpos, resample_qpos, root_quat_wxyz
 from unilab.motion.lafan import CSV_FPS, read_lafan_csv
 from unilab.robots import g1
@@ -251,7 +251,25 @@ def _open_npz(path: Path):
 
 
 def _npz_layout(path: Path, data) -> tuple[str, int]:
-    """(layout, number of joint columns) of an open npz."""
+    """(layout, number of joint columns) of an open npz.
+
+    Raises:
+        MotionFormatError: the npz is none of the layouts. A clip npz of this project's format (it
+            names its bodies, ``body_names``, which no other layout does) that lacks a key a clip
+            needs is refused naming that key and the keys a clip holds
+            (:func:`~unilab.motion.clip.missing_key_error`), not with an account of the layouts and
+            their ``joint_pos`` columns.
+    """
+    try:
+        return _npz_layout_of(path, data)
+    except MotionFormatError:
+        missing = missing_key_error(path, data.files) if "body_names" in data.files else None
+        if missing is not None:
+            raise missing from None
+        raise
+
+
+def _npz_layout_of(path: Path, data) -> tuple[str, int]:
     keys = sorted(data.files)
     if "joint_pos" not in data.files:
         raise MotionFormatError(path, "joint_pos", f"missing (keys {keys}); {_EXPECTED}")

@@ -40,7 +40,6 @@ from unilab.motion.clip import (
     REQUIRED_KEYS,
     joint_limit_violations,
     load_motion,
-    missing_key_error,
 )
 from unilab.robots import g1
 from unilab.robots.g1.g1_constants import JOINT_MOTOR, LINKAGE_MOTOR, MOTORS
@@ -493,8 +492,8 @@ def load_for_inspection(
         MotionFormatError: an unreadable or invalid file. A clip npz of this project's format
             (one that names its bodies, ``body_names``, which no other layout the importer reads
             does) that lacks a required key the importer cannot do without is refused naming that
-            key and the keys a clip holds (:func:`~unilab.motion.clip.missing_key_error`), not with
-            the importer's account of its layouts.
+            key and the keys a clip holds (the importer's check,
+            :func:`~unilab.motion.clip.missing_key_error`), not with an account of its layouts.
     """
     from unilab.motion.importers import import_motion
 
@@ -509,15 +508,7 @@ def load_for_inspection(
     complete = keys is not None and all(k in keys for k in REQUIRED_KEYS)
     if complete and fps is None and joint_order is None and quat_order is None:
         return load_motion(path, joint_names=g1.G1_JOINT_NAMES), None, None
-    try:
-        result = import_motion(path, fps=fps, joint_order=joint_order, robot_mjcf=robot_mjcf, quat_order=quat_order)
-    except MotionFormatError:
-        # A clip npz with a key missing that the importer needs (body_pos_w, say) would otherwise
-        # be reported as a layout whose joint_pos columns do not fit.
-        missing = missing_key_error(path, keys) if keys is not None and "body_names" in keys else None
-        if missing is not None:
-            raise missing from None
-        raise
+    result = import_motion(path, fps=fps, joint_order=joint_order, robot_mjcf=robot_mjcf, quat_order=quat_order)
     return result.clip, result.layout, (result.source_frames, result.source_fps)
 
 
