@@ -57,6 +57,31 @@ def test_layered_overrides_give_each_key_once_with_the_later_value():
                                        "training": {"seed": 3}}
 
 
+@pytest.mark.parametrize("order", [1, -1])
+def test_a_setting_given_by_its_key_and_inside_its_sections_value_is_refused(order):
+    items = ["env.commands.lin_vel_x=[0, 1]", "env.commands={lin_vel_x: [0, 2], ang_vel_z: [0, 1]}"][::order]
+    with pytest.raises(ConfigError) as err:
+        parse_overrides(items)
+    assert "both set env.commands.lin_vel_x; expected each setting once" in str(err.value)
+    assert "env.commands.lin_vel_x and env.commands" in str(err.value) or "env.commands and env.commands.lin_vel_x" in str(err.value)
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_a_sections_value_and_keys_it_does_not_hold_merge_in_either_order(order):
+    items = ["env.commands.lin_vel_x=[0, 1]", "env.commands={ang_vel_z: [0, 1]}"][::order]
+    assert parse_overrides(items) == {"env": {"commands": {"lin_vel_x": [0, 1], "ang_vel_z": [0, 1]}}}
+    with pytest.raises(ConfigError, match="both set env.commands; expected each setting once"):
+        parse_overrides(["env.commands.lin_vel_x=[0, 1]", "env.commands=5"])
+
+
+def test_a_layered_section_replaces_only_the_keys_it_holds():
+    merged = layer_overrides(["env.commands.lin_vel_x=[0.5, 0.5]", "env.commands.ang_vel_z=[0.0, 0.0]"],
+                             ["env.commands={ang_vel_z: [-1, 1], heading: {enabled: true}}"])
+    assert merged == ["env.commands.lin_vel_x=[0.5, 0.5]", "env.commands.ang_vel_z=[-1, 1]", "env.commands.heading.enabled=true"]
+    assert parse_overrides(merged) == {"env": {"commands": {"lin_vel_x": [0.5, 0.5], "ang_vel_z": [-1, 1],
+                                                            "heading": {"enabled": True}}}}
+
+
 def test_deep_merge_keeps_untouched_keys():
     assert deep_merge({"a": {"b": 1, "c": 2}}, {"a": {"c": 3}}) == {"a": {"b": 1, "c": 3}}
 

@@ -348,9 +348,11 @@ def parse_overrides(overrides: list[str]) -> dict:
     choice). Code that puts settings over settings merges its lists first (:func:`layer_overrides`).
 
     Raises:
-        ConfigError: an item without ``=``, an empty key, a key set inside a value, or a key given
+        ConfigError: an item without ``=``, an empty key, a key set inside a value, a key given
             twice (``overrides: algo.gamma given twice (0.97, then 0.99); expected each key once``,
-            with ``key`` the dotted key).
+            with ``key`` the dotted key), or a setting given both by its own key and inside a
+            section's value (``env.commands.lin_vel_x=[0,1] env.commands={lin_vel_x: [0,2]}``, in
+            either order); a section's value and keys it does not hold merge, as the config does.
     """
     tree: dict = {}
     given: dict[str, str] = {}  # key -> its value as written, for the repeated-key message
@@ -375,8 +377,29 @@ def parse_overrides(overrides: list[str]) -> dict:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
                 raise ConfigError(f"override {item!r} sets a key inside {part!r}, which is a value")
-        node[parts[-1]] = value
+        leaf = parts[-1]
+        if leaf in node:  # a section given as a value beside keys of its own, in either order
+            before = {f"{key}.{k}" for k in dotted_keys(node[leaf])} if isinstance(node[leaf], dict) else {key}
+            now = {f"{key}.{k}" for k in dotted_keys(value)} if isinstance(value, dict) else {key}
+            both = sorted(before & now) or sorted(k for k in before | now if k == key)
+            if both or not (isinstance(node[leaf], dict) and isinstance(value, dict)):
+                other = next((k for k in given if k != key and (k.startswith(key + ".") or key.startswith(k + "."))), "")
+                raise ConfigError(f"overrides: {other} and {key} both set {both[0] if both else key}; expected "
+                                  f"each setting once", key)
+            node[leaf] = deep_merge(node[leaf], value)  # a section's value and keys it does not hold merge
+            continue
+        node[leaf] = value
     return tree
+
+
+def dotted_keys(tree: dict, prefix: str = "") -> list[str]:
+    """The leaf keys of a nested override dict, dotted (``{"a": {"b": 1}}`` -> ``["a.b"]``; an
+    empty dict is a leaf)."""
+    out = []
+    for name, value in tree.items():
+        key = f"{prefix}{name}"
+        out += dotted_keys(value, key + ".") if isinstance(value, dict) and value else [key]
+    return out
 
 
 def layer_overrides(*layers: Iterable[str]) -> list[str]:
@@ -386,12 +409,42 @@ def layer_overrides(*layers: Iterable[str]) -> list[str]:
     suite's); the user's own list is checked by :func:`parse_overrides`. An item without ``=`` is
     kept, for :func:`parse_overrides` to refuse.
 
+    An item whose value is a mapping (``env.commands={lin_vel_x: [0, 1]}``) counts as its keys one
+    by one (``env.commands.lin_vel_x=[0, 1]``), so a later layer's key replaces just that key of an
+    earlier section, and a later section just the keys it holds.
+
     Returns:
-        the items in their order, less those a later item replaces.
+        the items in their order, sections as their keys, less those a later item replaces.
     """
-    items = [item for layer in layers for item in layer]
+    items = [leaf for layer in layers for item in layer for leaf in _leaf_items(item)]
     last = {item.split("=", 1)[0].strip(): i for i, item in enumerate(items) if "=" in item}
     return [item for i, item in enumerate(items) if "=" not in item or last[item.split("=", 1)[0].strip()] == i]
+
+
+def _leaf_items(item: str) -> list[str]:
+    """``a.b={c: 1, d: {e: 2}}`` -> ``["a.b.c=1", "a.b.d.e=2"]``; any other item as it is."""
+    if "=" not in item:
+        return [item]
+    key, raw = item.split("=", 1)
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        return [item]
+    if not isinstance(value, dict) or not value:
+        return [item]
+
+    def leaves(tree: dict, prefix: str) -> list[str]:
+        out = []
+        for name, sub in tree.items():
+            dotted = f"{prefix}.{name}"
+            if isinstance(sub, dict) and sub:
+                out += leaves(sub, dotted)
+            else:
+                text = yaml.safe_dump(sub, default_flow_style=True, width=10**9).strip()
+                out.append(f"{dotted}={text.removesuffix(chr(10) + '...')}")
+        return out
+
+    return leaves(value, key.strip())
 
 
 def deep_merge(base: dict, top: dict) -> dict:

@@ -26,6 +26,7 @@ from unilab.config import (
     _check_keys,
     build_run_model,
     deep_merge,
+    dotted_keys,
     layer_overrides,
     migrate_saved_config,
     parse_overrides,
@@ -348,7 +349,7 @@ def run_config(
         cfg = validate(model, tree)
     except ConfigError as exc:
         key = exc.key or ""
-        if any(key == k or key.startswith(k + ".") or k.startswith(key + ".") for k in _dotted_keys(user)):
+        if any(key == k or key.startswith(k + ".") or k.startswith(key + ".") for k in dotted_keys(user)):
             raise UserError(str(exc)) from None
         raise UserError(
             f"the config of {run_dir} does not validate with the installed plugins: {exc}"
@@ -426,15 +427,6 @@ def load_run(
         raise UserError(f"checkpoint {ckpt_path} has NaN or infinite weights: first in {bad}; "
                         f"play or export an earlier checkpoint (--checkpoint model_<iteration>.pt)")
     return run_config(run_dir, overrides, checkpoint=ckpt_path, payload=payload, saved_run=saved_run)
-
-
-def _dotted_keys(tree: dict, prefix: str = "") -> list[str]:
-    """The leaf keys of a nested override dict, dotted (``{"a": {"b": 1}}`` -> ``["a.b"]``)."""
-    out = []
-    for name, value in tree.items():
-        key = f"{prefix}{name}"
-        out += _dotted_keys(value, key + ".") if isinstance(value, dict) and value else [key]
-    return out
 
 
 def make_env(loaded: LoadedRun, num_envs: int):
