@@ -379,27 +379,34 @@ def parse_overrides(overrides: list[str]) -> dict:
                 raise ConfigError(f"override {item!r} sets a key inside {part!r}, which is a value")
         leaf = parts[-1]
         if leaf in node:  # a section given as a value beside keys of its own, in either order
-            before = {f"{key}.{k}" for k in dotted_keys(node[leaf])} if isinstance(node[leaf], dict) else {key}
-            now = {f"{key}.{k}" for k in dotted_keys(value)} if isinstance(value, dict) else {key}
-            both = sorted(before & now) or sorted(k for k in before | now if k == key)
-            if both or not (isinstance(node[leaf], dict) and isinstance(value, dict)):
+            old = node[leaf]
+            if isinstance(old, dict) and isinstance(value, dict):
+                shared = sorted(set(dotted_keys(old)) & set(dotted_keys(value)))
+                clash = f"{key}.{shared[0]}" if shared else None
+            else:
+                clash = key
+            if clash:
                 other = next((k for k in given if k != key and (k.startswith(key + ".") or key.startswith(k + "."))), "")
-                raise ConfigError(f"overrides: {other} and {key} both set {both[0] if both else key}; expected "
-                                  f"each setting once", key)
-            node[leaf] = deep_merge(node[leaf], value)  # a section's value and keys it does not hold merge
+                raise ConfigError(f"overrides: {other} and {key} both set {clash}; expected each setting once", key)
+            node[leaf] = deep_merge(old, value)  # a section's value and keys it does not hold merge
             continue
         node[leaf] = value
     return tree
 
 
-def dotted_keys(tree: dict, prefix: str = "") -> list[str]:
-    """The leaf keys of a nested override dict, dotted (``{"a": {"b": 1}}`` -> ``["a.b"]``; an
-    empty dict is a leaf)."""
+def _leaves(tree: dict, prefix: str = "") -> list[tuple[str, object]]:
+    """``(dotted key, value)`` of each leaf of a nested dict (an empty dict is a leaf)."""
     out = []
     for name, value in tree.items():
         key = f"{prefix}{name}"
-        out += dotted_keys(value, key + ".") if isinstance(value, dict) and value else [key]
+        out += _leaves(value, key + ".") if isinstance(value, dict) and value else [(key, value)]
     return out
+
+
+def dotted_keys(tree: dict, prefix: str = "") -> list[str]:
+    """The leaf keys of a nested override dict, dotted (``{"a": {"b": 1}}`` -> ``["a.b"]``; an
+    empty dict is a leaf)."""
+    return [key for key, _ in _leaves(tree, prefix)]
 
 
 def layer_overrides(*layers: Iterable[str]) -> list[str]:
@@ -432,19 +439,12 @@ def _leaf_items(item: str) -> list[str]:
         return [item]
     if not isinstance(value, dict) or not value:
         return [item]
+    return [f"{dotted}={_flow(v)}" for dotted, v in _leaves(value, key.strip() + ".")]
 
-    def leaves(tree: dict, prefix: str) -> list[str]:
-        out = []
-        for name, sub in tree.items():
-            dotted = f"{prefix}.{name}"
-            if isinstance(sub, dict) and sub:
-                out += leaves(sub, dotted)
-            else:
-                text = yaml.safe_dump(sub, default_flow_style=True, width=10**9).strip()
-                out.append(f"{dotted}={text.removesuffix(chr(10) + '...')}")
-        return out
 
-    return leaves(value, key.strip())
+def _flow(value: object) -> str:
+    """``value`` as a one-line YAML flow value, as an override writes it (``[0, 1]``, ``true``)."""
+    return yaml.safe_dump(value, default_flow_style=True, width=10**9).strip().removesuffix("\n...")
 
 
 def deep_merge(base: dict, top: dict) -> dict:

@@ -45,7 +45,6 @@ def ignored_by_play(overrides: list[str] | tuple[str, ...]) -> list[str]:
     return out
 
 
-
 @dataclass
 class PlayResult:
     """What :func:`play` did.
