@@ -367,10 +367,7 @@ def parse_overrides(overrides: list[str]) -> dict:
             raise ConfigError(f"overrides: {key} given twice ({given[key]}, then {raw.strip() or repr('')}); "
                               f"expected each key once", key)
         given[key] = raw.strip() or repr("")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
-            value = raw
+        value = _parse_value(raw)
         node = tree
         parts = key.split(".")
         for part in parts[:-1]:
@@ -392,6 +389,15 @@ def parse_overrides(overrides: list[str]) -> dict:
             continue
         node[leaf] = value
     return tree
+
+
+def _parse_value(raw: str) -> object:
+    """An override's value as YAML (``[0, 1]`` -> a list); text YAML cannot read as it is, and
+    nothing as ``""``."""
+    try:
+        return yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        return raw
 
 
 def _leaves(tree: dict, prefix: str = "") -> list[tuple[str, object]]:
@@ -433,10 +439,7 @@ def _leaf_items(item: str) -> list[str]:
     if "=" not in item:
         return [item]
     key, raw = item.split("=", 1)
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
-        return [item]
+    value = _parse_value(raw)
     if not isinstance(value, dict) or not value:
         return [item]
     return [f"{dotted}={_flow(v)}" for dotted, v in _leaves(value, key.strip() + ".")]
