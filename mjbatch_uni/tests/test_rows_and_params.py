@@ -59,8 +59,10 @@ def test_velocity_stage_reset_has_the_kinematics_and_the_trajectory_of_a_full_on
     poses and position/velocity sensors, leaves their acceleration-stage values zero, and every
     later step equals the full reset's bit for bit (the box lands on the plane: contacts). The
     batch's copied outputs of those values are zero too, except that a non-persistent batch on
-    several threads sometimes leaves a reset row's as its own last step wrote them (as
-    ``Batch.reset`` documents; a few rows in a hundred here)."""
+    several threads sometimes leaves a reset row's output (each on its own: the sensors kept and
+    ``cfrc_ext`` zeroed was seen) as a last step wrote it: the row's own (90 of 600 reset rows
+    here) or, rarely, another row's that the thread's data last held (1 of 600), as
+    ``Batch.reset`` documents."""
     acc_sensor = np.zeros(model.nsensordata, bool)
     for s in range(model.nsensor):
         if model.sensor_needstage[s] == int(mujoco.mjtStage.mjSTAGE_ACC):
@@ -87,10 +89,11 @@ def test_velocity_stage_reset_has_the_kinematics_and_the_trajectory_of_a_full_on
     np.testing.assert_array_equal(vel[1][:, ~acc_sensor], full[1][:, ~acc_sensor])
     for row in (3, 1):
         outputs = (vel[1][row, acc_sensor], vel[2][row])
-        own_last_step = (before[0][row, acc_sensor], before[1][row])  # the last VEL-stage run's
-        zero = all((o == 0).all() for o in outputs)
-        kept = all(np.array_equal(o, k) for o, k in zip(outputs, own_last_step))
-        assert zero or (kept and not persistent), (row, outputs)
+        last_step = (before[0][:, acc_sensor], before[1])  # every row's, from the last VEL-stage run
+        for output, stale in zip(outputs, last_step):  # each copied output on its own, as documented
+            zero = (output == 0).all()
+            left = any(np.array_equal(output, s) for s in stale)
+            assert zero or (left and not persistent), (row, outputs)
     np.testing.assert_array_equal(vel[1][[0, 2, 4]], full[1][[0, 2, 4]])
     np.testing.assert_array_equal(vel_end, full_end)
     np.testing.assert_array_equal(vel_sensors, full_sensors)

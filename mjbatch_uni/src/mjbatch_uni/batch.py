@@ -572,10 +572,12 @@ class Batch:
                 trajectory from there is the same: a forward pass writes no state the step
                 reads). It skips the constraint solver, most of a reset's cost on a robot in
                 contact. The batch's copied outputs of those values (``cfrc_ext`` and the
-                ``sensordata`` outputs) can differ: with several threads mujoco.batch sometimes
-                leaves a reset row's output as the last step wrote it (about 1 reset in 4 with
-                2 threads, never with 1); they are read-only here, so a reader that needs the
-                zeros writes them in its own copy, as ``unisim``'s ``MujocoBackend.reset`` does.
+                ``sensordata`` outputs) can differ: with several threads a non-persistent batch
+                sometimes leaves a reset row's output as a last step wrote it, usually the row's
+                own, rarely another row's that the thread's data last held (1 reset in 4 to 1 in 7
+                with 2 threads, never with 1 or persistent); they are read-only here, so a reader
+                that needs the zeros writes them in its own copy, as ``unisim``'s
+                ``MujocoBackend.reset`` does.
 
         Raises:
             IndexError: a row outside [0, nworld).
